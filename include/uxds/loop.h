@@ -1,0 +1,362 @@
+// Loop: one io_uring event loop on one thread, running coroutines.
+//
+// The control thread and each server listener thread own one Loop. State
+// that a Loop's coroutines touch belongs to that loop's thread; other threads
+// hand work over with Post().
+#pragma once
+
+#include <chrono>
+#include <coroutine>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "uxds/cancel.h"
+#include "uxds/status.h"
+#include "uxds/task.h"
+
+struct io_uring;
+struct io_uring_sqe;
+
+namespace uxds {
+
+class Loop;
+class TaskGroup;
+
+namespace detail {
+
+// One request submitted to the ring. The loop hands the request's CQE to
+// OnComplete. An op registered with a CancelState submits
+// IORING_OP_ASYNC_CANCEL for itself when that state is cancelled.
+class IoOp : public CancelState::Callback {
+ public:
+  explicit IoOp(Loop& loop) : loop_(loop) {}
+  // Called once per CQE (several times for a multishot request, `more` set on
+  // all but the last).
+  virtual void OnComplete(int result, unsigned cqe_flags) = 0;
+  void OnCancel() override;
+  Loop& loop() const { return loop_; }
+  bool in_flight() const { return in_flight_; }
+
+ protected:
+  friend class ::uxds::Loop;
+  Loop& loop_;
+  bool in_flight_ = false;
+};
+
+// An IoOp that resumes one waiting coroutine with the CQE's result.
+class ResumingIoOp : public IoOp {
+ public:
+  using IoOp::IoOp;
+  void OnComplete(int result, unsigned cqe_flags) override;
+  int result = 0;
+  unsigned cqe_flags = 0;
+  std::coroutine_handle<> waiter;
+};
+
+}  // namespace detail
+
+struct LoopOptions {
+  // Submission queue entries. The completion queue is twice this size.
+  unsigned queue_entries = 256;
+};
+
+class Loop {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // Fails (with the failing syscall and errno named) when io_uring is not
+  // available, e.g. ENOSYS on an old kernel or EPERM under a seccomp profile.
+  static StatusOr<std::unique_ptr<Loop>> Create(const LoopOptions& options = {});
+  // Cancels every task spawned with Spawn(), runs the loop until they have all
+  // finished and every in-flight operation has completed, then closes the ring.
+  ~Loop();
+  Loop(const Loop&) = delete;
+  Loop& operator=(const Loop&) = delete;
+
+  // The loop running on this thread, or nullptr.
+  static Loop* Current();
+
+  // Runs the loop on this thread until `task` finishes; returns its result.
+  template <typename T>
+  T BlockOn(Task<T> task);
+
+  // Runs until Stop() is called (from any thread).
+  void Run();
+  void Stop();
+
+  // Runs `fn` on the loop thread, soon. Safe from any thread.
+  void Post(std::function<void()> fn);
+
+  // Starts `task` now as a child of the loop's root group; it is cancelled and
+  // joined when the loop is destroyed.
+  void Spawn(Task<void> task);
+  TaskGroup& root_group() { return *root_group_; }
+
+  // Resumes `h` on a later turn of the loop (never inline).
+  void Schedule(std::coroutine_handle<> h);
+
+  bool InLoopThread() const;
+  // Kernel features probed at construction.
+  bool has_multishot_accept() const { return has_multishot_accept_; }
+
+  // For operations (src/runtime): a submission entry whose user_data is `op`.
+  // Submits pending entries first if the queue is full.
+  io_uring_sqe* PrepareSqe(detail::IoOp* op);
+  // Submits IORING_OP_ASYNC_CANCEL for `op` if it is in flight.
+  void CancelOp(detail::IoOp* op);
+  // Takes ownership of an op whose owner is gone while it is still in flight;
+  // the loop deletes it after its last CQE.
+  void AdoptOrphan(std::unique_ptr<detail::IoOp> op);
+
+ private:
+  Loop();
+  void RunOnce(bool may_block);
+  void RunReady();
+  void DrainPosted();
+  void ArmWakeup();
+  void ReapOrphans();
+
+  std::unique_ptr<io_uring> ring_;
+  int wake_fd_ = -1;
+  std::unique_ptr<detail::IoOp> wake_op_;
+  std::thread::id thread_id_;
+  bool stop_ = false;
+  bool has_multishot_accept_ = false;
+  unsigned in_flight_ = 0;
+  std::deque<std::coroutine_handle<>> ready_;
+  std::mutex posted_mu_;
+  std::vector<std::function<void()>> posted_;
+  std::vector<std::unique_ptr<detail::IoOp>> orphans_;
+  std::unique_ptr<TaskGroup> root_group_;
+};
+
+// A set of concurrently running tasks with a shared CancelState: structured
+// concurrency. Cancel() cancels every task (and their nested operations);
+// Join() waits until all have finished. A group must be empty (joined) when
+// destroyed.
+class TaskGroup {
+ public:
+  explicit TaskGroup(Loop& loop, CancelState* parent = nullptr);
+  ~TaskGroup();
+  TaskGroup(const TaskGroup&) = delete;
+  TaskGroup& operator=(const TaskGroup&) = delete;
+
+  // Starts `task` on the loop's next turn.
+  void Spawn(Task<void> task);
+  void Cancel() { cancel_.Cancel(); }
+  bool cancelled() const { return cancel_.cancelled(); }
+  size_t size() const { return live_; }
+  CancelState& cancel_state() { return cancel_; }
+  Loop& loop() const { return loop_; }
+
+  // Completes (never with an error) once no task is live.
+  Task<void> Join();
+  // Cancel() then Join().
+  Task<void> CancelAndJoin();
+
+ private:
+  friend struct GroupTaskRunner;
+  void OnTaskFinished();
+
+  Loop& loop_;
+  CancelState cancel_;
+  size_t live_ = 0;
+  std::vector<std::coroutine_handle<>> joiners_;
+};
+
+// Waits for `duration`; OK when it elapsed, CANCELLED if cancelled first.
+Task<Status> SleepFor(Loop& loop, std::chrono::nanoseconds duration);
+Task<Status> SleepUntil(Loop& loop, Loop::Clock::time_point deadline);
+
+// A resettable one-shot timer calling `callback` on the loop thread: the form
+// the xDS resource timers, backoff and failover timers use. Destroying or
+// cancelling it guarantees the callback will not run.
+class Timer {
+ public:
+  explicit Timer(Loop& loop);
+  ~Timer();
+  Timer(const Timer&) = delete;
+  Timer& operator=(const Timer&) = delete;
+
+  // (Re)starts: a pending expiry is dropped.
+  void Start(std::chrono::nanoseconds duration, std::function<void()> callback);
+  void Cancel();
+  bool pending() const;
+
+ private:
+  class Op;
+  Loop& loop_;
+  Op* op_ = nullptr;  // owned; handed to the loop when still in flight
+};
+
+// A one-shot event: Set() wakes every waiter (on a later loop turn).
+class Event {
+ public:
+  explicit Event(Loop& loop) : loop_(loop) {}
+  ~Event();
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+
+  void Set();
+  bool is_set() const { return set_; }
+
+  class Awaiter : public CancelState::Callback {
+   public:
+    explicit Awaiter(Event& e) : event_(e) {}
+    bool await_ready() const noexcept { return event_.set_; }
+    template <typename P>
+    bool await_suspend(std::coroutine_handle<P> h) {
+      return Suspend(h, detail::CancelStateOf(h));
+    }
+    // OK when set; CANCELLED when the waiting task was cancelled first.
+    Status await_resume() const {
+      return cancelled_ ? CancelledError("cancelled") : Status();
+    }
+    void OnCancel() override;
+
+   private:
+    friend class Event;
+    bool Suspend(std::coroutine_handle<> h, CancelState* cancel);
+    Event& event_;
+    std::coroutine_handle<> waiter_;
+    bool cancelled_ = false;
+  };
+  Awaiter Wait() { return Awaiter(*this); }
+
+ private:
+  Loop& loop_;
+  bool set_ = false;
+  std::vector<Awaiter*> waiters_;
+};
+
+// A small unbounded single-consumer queue between coroutines of one loop.
+template <typename T>
+class Channel {
+ public:
+  explicit Channel(Loop& loop) : loop_(loop) {}
+  Channel(const Channel&) = delete;
+  Channel& operator=(const Channel&) = delete;
+  ~Channel() { assert(waiter_ == nullptr); }
+
+  // False (and `value` dropped) once closed.
+  bool Send(T value) {
+    if (closed_) return false;
+    items_.push_back(std::move(value));
+    WakeWaiter();
+    return true;
+  }
+  // Wakes the receiver; Receive() yields the remaining items, then nullopt.
+  void Close() {
+    closed_ = true;
+    WakeWaiter();
+  }
+  bool closed() const { return closed_; }
+  size_t size() const { return items_.size(); }
+  std::optional<T> TryReceive() {
+    if (items_.empty()) return std::nullopt;
+    T v = std::move(items_.front());
+    items_.pop_front();
+    return v;
+  }
+
+  class Awaiter : public CancelState::Callback {
+   public:
+    explicit Awaiter(Channel& c) : channel_(c) {}
+    bool await_ready() const noexcept { return !channel_.items_.empty() || channel_.closed_; }
+    template <typename P>
+    bool await_suspend(std::coroutine_handle<P> h) {
+      CancelState* cancel = detail::CancelStateOf(h);
+      if (cancel != nullptr && cancel->cancelled()) {
+        cancelled_ = true;
+        return false;
+      }
+      assert(channel_.waiter_ == nullptr && "Channel has a single receiver");
+      handle_ = h;
+      channel_.waiter_ = this;
+      if (cancel != nullptr) cancel->Register(this);
+      return true;
+    }
+    // The next item; nullopt when the channel is closed and empty, or when the
+    // receiving task was cancelled.
+    std::optional<T> await_resume() {
+      Unregister();
+      if (cancelled_) return std::nullopt;
+      return channel_.TryReceive();
+    }
+    void OnCancel() override {
+      cancelled_ = true;
+      channel_.waiter_ = nullptr;
+      channel_.loop_.Schedule(handle_);
+    }
+
+   private:
+    friend class Channel;
+    Channel& channel_;
+    std::coroutine_handle<> handle_;
+    bool cancelled_ = false;
+  };
+  Awaiter Receive() { return Awaiter(*this); }
+
+ private:
+  void WakeWaiter() {
+    if (waiter_ == nullptr) return;
+    Awaiter* w = std::exchange(waiter_, nullptr);
+    w->Unregister();
+    loop_.Schedule(w->handle_);
+  }
+  Loop& loop_;
+  std::deque<T> items_;
+  bool closed_ = false;
+  Awaiter* waiter_ = nullptr;
+};
+
+// Runs a Loop on its own thread (tests, demos, application embedding).
+class LoopThread {
+ public:
+  static StatusOr<std::unique_ptr<LoopThread>> Start(const LoopOptions& options = {});
+  // Stops the loop and joins the thread (the Loop is destroyed on it).
+  ~LoopThread();
+  Loop& loop() { return *loop_; }
+  // Runs `fn` on the loop thread and waits for it.
+  void RunSync(std::function<void()> fn);
+
+ private:
+  LoopThread() = default;
+  Loop* loop_ = nullptr;
+  std::thread thread_;
+};
+
+// ---------------------------------------------------------------------------
+
+template <typename T>
+T Loop::BlockOn(Task<T> task) {
+  std::optional<std::conditional_t<std::is_void_v<T>, bool, T>> result;
+  std::exception_ptr error;
+  bool done = false;
+  auto runner = [](Task<T> t, decltype(result)& out, std::exception_ptr& err,
+                   bool& finished) -> Task<void> {
+    try {
+      if constexpr (std::is_void_v<T>) {
+        co_await std::move(t);
+        out.emplace(true);
+      } else {
+        out.emplace(co_await std::move(t));
+      }
+    } catch (...) {
+      err = std::current_exception();
+    }
+    finished = true;
+  };
+  Spawn(runner(std::move(task), result, error, done));
+  while (!done) RunOnce(/*may_block=*/true);
+  if (error) std::rethrow_exception(error);
+  if constexpr (!std::is_void_v<T>) return std::move(*result);
+}
+
+}  // namespace uxds

@@ -1,0 +1,71 @@
+// TcpSocket: a connected TCP socket whose reads and writes go through io_uring.
+#pragma once
+
+#include <chrono>
+#include <memory>
+
+#include "runtime/byte_stream.h"
+#include "runtime/socket_address.h"
+#include "uxds/loop.h"
+
+namespace uxds {
+
+class TcpSocket final : public ByteStream {
+ public:
+  // Takes ownership of a connected socket `fd`; sets TCP_NODELAY.
+  TcpSocket(Loop& loop, int fd);
+  ~TcpSocket() override;
+
+  // Connects with a timeout: DEADLINE_EXCEEDED on timeout, UNAVAILABLE when
+  // refused or unreachable, CANCELLED when the task is cancelled.
+  static Task<StatusOr<std::unique_ptr<TcpSocket>>> Connect(Loop& loop,
+                                                           const SocketAddress& address,
+                                                           std::chrono::milliseconds timeout);
+
+  Task<StatusOr<size_t>> Read(std::span<uint8_t> buf) override;
+  Task<Status> Write(std::span<const uint8_t> data) override;
+  Task<Status> ShutdownWrite() override;
+  void Close() override;
+  std::string PeerName() const override;
+
+  int fd() const { return fd_; }
+  Loop& loop() const { return loop_; }
+  SocketAddress local_address() const;
+  SocketAddress peer_address() const;
+
+ private:
+  Loop& loop_;
+  int fd_;
+  detail::IoOp* pending_read_ = nullptr;
+  detail::IoOp* pending_write_ = nullptr;
+};
+
+// A listening TCP socket. Accept() uses multishot IORING_OP_ACCEPT where the
+// kernel has it (one submission serves many connections), single-shot
+// otherwise.
+class TcpListener {
+ public:
+  // Binds and listens (SO_REUSEADDR; port 0 picks a free port).
+  static StatusOr<std::unique_ptr<TcpListener>> Bind(Loop& loop, const SocketAddress& address,
+                                                     int backlog = 1024);
+  ~TcpListener();
+
+  // The next accepted connection; CANCELLED when the task is cancelled or the
+  // listener closed.
+  Task<StatusOr<std::unique_ptr<TcpSocket>>> Accept();
+  // Stops accepting; a pending Accept() completes with CANCELLED.
+  void Close();
+
+  const SocketAddress& local_address() const { return local_; }
+  uint16_t port() const { return local_.port(); }
+
+ private:
+  class AcceptOp;
+  TcpListener(Loop& loop, int fd, SocketAddress local);
+  Loop& loop_;
+  int fd_;
+  SocketAddress local_;
+  std::unique_ptr<AcceptOp> accept_op_;
+};
+
+}  // namespace uxds
