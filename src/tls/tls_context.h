@@ -1,0 +1,79 @@
+// TLS configuration and the per-configuration BoringSSL contexts.
+//
+// A context is built once from files (certificates, keys, CA roots) and
+// shared by every connection made with it; it is immutable after Create() and
+// may be shared across loop threads.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "uxds/status.h"
+
+struct ssl_ctx_st;
+
+namespace uxds {
+
+struct TlsClientConfig {
+  // Required: PEM roots the server's certificate chain must verify against.
+  std::string ca_certificate_file;
+  // Optional client certificate (chain, leaf first) and its key, for mutual
+  // TLS. Both or neither.
+  std::string certificate_file;
+  std::string private_key_file;
+  // Offered in order. gRPC requires "h2" to be negotiated (see TlsStream).
+  std::vector<std::string> alpn = {"h2"};
+};
+
+struct TlsServerConfig {
+  // Required: PEM certificate chain (leaf first) and its private key.
+  std::string certificate_chain_file;
+  std::string private_key_file;
+  // When set, client certificates are requested and verified against these
+  // roots.
+  std::string ca_certificate_file;
+  // Fail the handshake when the client sends no certificate. Needs
+  // ca_certificate_file.
+  bool require_client_certificate = false;
+  // Protocols we accept, in our order of preference.
+  std::vector<std::string> alpn = {"h2"};
+};
+
+// Errors from Create() are INVALID_ARGUMENT and name the field, the file and
+// the reason, e.g. "ca_certificate_file /x/ca.pem: cannot read: No such file
+// or directory". Create() reads the files synchronously: call it when loading
+// configuration, not on a connection's path.
+class TlsClientContext {
+ public:
+  static StatusOr<std::shared_ptr<TlsClientContext>> Create(const TlsClientConfig& config);
+  ~TlsClientContext();
+  TlsClientContext(const TlsClientContext&) = delete;
+  TlsClientContext& operator=(const TlsClientContext&) = delete;
+
+  const TlsClientConfig& config() const { return config_; }
+  ssl_ctx_st* native_handle() const { return ctx_; }
+
+ private:
+  TlsClientContext(TlsClientConfig config, ssl_ctx_st* ctx);
+  TlsClientConfig config_;
+  ssl_ctx_st* ctx_;  // owned
+};
+
+class TlsServerContext {
+ public:
+  static StatusOr<std::shared_ptr<TlsServerContext>> Create(const TlsServerConfig& config);
+  ~TlsServerContext();
+  TlsServerContext(const TlsServerContext&) = delete;
+  TlsServerContext& operator=(const TlsServerContext&) = delete;
+
+  const TlsServerConfig& config() const { return config_; }
+  ssl_ctx_st* native_handle() const { return ctx_; }
+
+ private:
+  TlsServerContext(TlsServerConfig config, ssl_ctx_st* ctx);
+  TlsServerConfig config_;
+  ssl_ctx_st* ctx_;  // owned
+};
+
+}  // namespace uxds
