@@ -5,6 +5,7 @@
 // hand work over with Post().
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <coroutine>
 #include <cstddef>
@@ -108,6 +109,8 @@ class Loop {
   // For operations (src/runtime): a submission entry whose user_data is `op`.
   // Submits pending entries first if the queue is full.
   io_uring_sqe* PrepareSqe(detail::IoOp* op);
+  // Makes room for `n` entries that must go in one submission (linked ops).
+  void ReserveSqes(unsigned n);
   // Submits IORING_OP_ASYNC_CANCEL for `op` if it is in flight.
   void CancelOp(detail::IoOp* op);
   // Takes ownership of an op whose owner is gone while it is still in flight;
@@ -126,7 +129,7 @@ class Loop {
   int wake_fd_ = -1;
   std::unique_ptr<detail::IoOp> wake_op_;
   std::thread::id thread_id_;
-  bool stop_ = false;
+  std::atomic<bool> stop_{false};
   bool has_multishot_accept_ = false;
   unsigned in_flight_ = 0;
   std::deque<std::coroutine_handle<>> ready_;

@@ -99,20 +99,22 @@ class [[nodiscard]] Task {
 
   bool valid() const { return static_cast<bool>(h_); }
 
-  auto operator co_await() && noexcept {
-    struct Awaiter {
-      std::coroutine_handle<promise_type> h;
-      bool await_ready() noexcept { return false; }
-      template <typename P>
-      std::coroutine_handle<> await_suspend(std::coroutine_handle<P> awaiting) noexcept {
-        h.promise().continuation = awaiting;
-        h.promise().cancel = detail::CancelStateOf(awaiting);
-        return h;
-      }
-      T await_resume() { return h.promise().take(); }
-    };
-    return Awaiter{h_};
-  }
+  class Awaiter {
+   public:
+    explicit Awaiter(std::coroutine_handle<promise_type> h) : h_(h) {}
+    bool await_ready() noexcept { return false; }
+    template <typename P>
+    std::coroutine_handle<> await_suspend(std::coroutine_handle<P> awaiting) noexcept {
+      h_.promise().continuation = awaiting;
+      h_.promise().cancel = detail::CancelStateOf(awaiting);
+      return h_;
+    }
+    T await_resume() { return h_.promise().take(); }
+
+   private:
+    std::coroutine_handle<promise_type> h_;
+  };
+  Awaiter operator co_await() && noexcept { return Awaiter(h_); }
 
   // For TaskGroup / Loop: hands over the coroutine frame.
   std::coroutine_handle<promise_type> release() { return std::exchange(h_, {}); }

@@ -38,6 +38,7 @@ class TcpSocket final : public ByteStream {
   int fd_;
   detail::IoOp* pending_read_ = nullptr;
   detail::IoOp* pending_write_ = nullptr;
+  mutable std::string peer_name_;  // cached: the peer is fixed once connected
 };
 
 // A listening TCP socket. Accept() uses multishot IORING_OP_ACCEPT where the
@@ -59,8 +60,15 @@ class TcpListener {
   const SocketAddress& local_address() const { return local_; }
   uint16_t port() const { return local_.port(); }
 
- private:
   class AcceptOp;
+  // Lets the accept wait (in the .cc) reach the op without exposing it.
+  struct AcceptOpRef {
+    AcceptOp* op;
+    void set_waiter(std::coroutine_handle<> h);
+    std::coroutine_handle<> take_waiter();
+  };
+
+ private:
   TcpListener(Loop& loop, int fd, SocketAddress local);
   Loop& loop_;
   int fd_;

@@ -1,0 +1,296 @@
+#include "uxds/loop.h"
+
+#include <liburing.h>
+#include <sys/eventfd.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstring>
+#include <future>
+
+namespace uxds {
+namespace {
+
+thread_local Loop* t_current_loop = nullptr;
+
+// Multishot accept arrived in Linux 5.19.
+bool KernelAtLeast(int major, int minor) {
+  utsname u{};
+  if (uname(&u) != 0) return false;
+  int maj = 0, min = 0;
+  if (std::sscanf(u.release, "%d.%d", &maj, &min) != 2) return false;
+  return maj > major || (maj == major && min >= minor);
+}
+
+}  // namespace
+
+namespace detail {
+
+void IoOp::OnCancel() { loop_.CancelOp(this); }
+
+void ResumingIoOp::OnComplete(int res, unsigned flags) {
+  result = res;
+  cqe_flags = flags;
+  Unregister();
+  if (std::coroutine_handle<> w = std::exchange(waiter, {})) w.resume();
+}
+
+// Keeps one read pending on the loop's eventfd, so Post() and Stop() from
+// other threads wake a loop blocked in io_uring_enter.
+class WakeOp final : public IoOp {
+ public:
+  WakeOp(Loop& loop, int fd) : IoOp(loop), fd_(fd) {}
+  void Arm() {
+    if (stopping_) return;
+    io_uring_prep_read(loop_.PrepareSqe(this), fd_, &value_, sizeof value_, 0);
+  }
+  void OnComplete(int /*result*/, unsigned /*flags*/) override { Arm(); }
+  void StopRearming() { stopping_ = true; }
+
+ private:
+  int fd_;
+  uint64_t value_ = 0;
+  bool stopping_ = false;
+};
+
+}  // namespace detail
+
+Loop::Loop() = default;
+
+StatusOr<std::unique_ptr<Loop>> Loop::Create(const LoopOptions& options) {
+  std::unique_ptr<Loop> loop(new Loop());
+  loop->ring_ = std::make_unique<io_uring>();
+  io_uring_params params{};
+  params.flags = IORING_SETUP_CQSIZE;
+  params.cq_entries = options.queue_entries * 2;
+  int rc = io_uring_queue_init_params(options.queue_entries, loop->ring_.get(), &params);
+  if (rc < 0) {
+    loop->ring_.reset();
+    Status s = ErrnoToStatus(-rc, "io_uring_setup");
+    return Status(StatusCode::kUnavailable,
+                  s.message() +
+                      ": io_uring is not available here (a kernel without it, a seccomp "
+                      "profile that blocks the io_uring_setup syscall, or "
+                      "kernel.io_uring_disabled)");
+  }
+  loop->wake_fd_ = eventfd(0, EFD_CLOEXEC);
+  if (loop->wake_fd_ < 0) {
+    Status s = ErrnoToStatus(errno, "eventfd");
+    io_uring_queue_exit(loop->ring_.get());
+    loop->ring_.reset();
+    return s;
+  }
+  loop->has_multishot_accept_ = KernelAtLeast(5, 19);
+  loop->thread_id_ = std::this_thread::get_id();
+  loop->root_group_ = std::make_unique<TaskGroup>(*loop);
+  auto wake = std::make_unique<detail::WakeOp>(*loop, loop->wake_fd_);
+  wake->Arm();
+  loop->wake_op_ = std::move(wake);
+  return loop;
+}
+
+Loop::~Loop() {
+  if (!ring_) return;
+  Loop* previous = std::exchange(t_current_loop, this);
+  thread_id_ = std::this_thread::get_id();
+  // Structured shutdown: cancel every task, let each finish, then wait for
+  // every in-flight request (including cancellations) to complete, so no
+  // coroutine frame and no kernel reference to our memory outlives the ring.
+  root_group_->Cancel();
+  while (root_group_->size() > 0 || !ready_.empty()) RunOnce(/*may_block=*/true);
+  static_cast<detail::WakeOp*>(wake_op_.get())->StopRearming();
+  CancelOp(wake_op_.get());
+  for (auto& orphan : orphans_) CancelOp(orphan.get());
+  while (in_flight_ > 0 || !ready_.empty()) RunOnce(/*may_block=*/true);
+  ReapOrphans();
+  root_group_.reset();
+  {
+    std::lock_guard<std::mutex> lock(posted_mu_);
+    posted_.clear();
+  }
+  io_uring_queue_exit(ring_.get());
+  ring_.reset();
+  close(wake_fd_);
+  t_current_loop = previous;
+}
+
+Loop* Loop::Current() { return t_current_loop; }
+
+bool Loop::InLoopThread() const { return std::this_thread::get_id() == thread_id_; }
+
+void Loop::Run() {
+  Loop* previous = std::exchange(t_current_loop, this);
+  thread_id_ = std::this_thread::get_id();
+  while (!stop_.load(std::memory_order_acquire)) RunOnce(/*may_block=*/true);
+  stop_.store(false, std::memory_order_relaxed);
+  t_current_loop = previous;
+}
+
+void Loop::Stop() {
+  stop_.store(true, std::memory_order_release);
+  uint64_t one = 1;
+  // Wakes the loop if it is blocked; harmless if it is not.
+  ssize_t n = write(wake_fd_, &one, sizeof one);
+  (void)n;
+}
+
+void Loop::Post(std::function<void()> fn) {
+  {
+    std::lock_guard<std::mutex> lock(posted_mu_);
+    posted_.push_back(std::move(fn));
+  }
+  uint64_t one = 1;
+  ssize_t n = write(wake_fd_, &one, sizeof one);
+  (void)n;
+}
+
+void Loop::Spawn(Task<void> task) { root_group_->Spawn(std::move(task)); }
+
+void Loop::Schedule(std::coroutine_handle<> h) { ready_.push_back(h); }
+
+io_uring_sqe* Loop::PrepareSqe(detail::IoOp* op) {
+  io_uring_sqe* sqe = io_uring_get_sqe(ring_.get());
+  while (sqe == nullptr) {
+    io_uring_submit(ring_.get());
+    sqe = io_uring_get_sqe(ring_.get());
+  }
+  io_uring_sqe_set_data(sqe, op);
+  if (op != nullptr) {
+    op->in_flight_ = true;
+    ++in_flight_;
+  }
+  return sqe;
+}
+
+void Loop::ReserveSqes(unsigned n) {
+  if (io_uring_sq_space_left(ring_.get()) < n) io_uring_submit(ring_.get());
+}
+
+void Loop::CancelOp(detail::IoOp* op) {
+  if (op == nullptr || !op->in_flight_) return;
+  io_uring_sqe* sqe = PrepareSqe(nullptr);
+  io_uring_prep_cancel64(sqe, reinterpret_cast<uint64_t>(op), 0);
+  io_uring_sqe_set_data(sqe, nullptr);
+}
+
+void Loop::AdoptOrphan(std::unique_ptr<detail::IoOp> op) {
+  if (!op->in_flight_) return;  // nothing references it any more
+  CancelOp(op.get());
+  orphans_.push_back(std::move(op));
+}
+
+void Loop::ReapOrphans() {
+  std::erase_if(orphans_, [](const std::unique_ptr<detail::IoOp>& op) { return !op->in_flight_; });
+}
+
+void Loop::RunReady() {
+  // Handles scheduled while running are taken on the next pass, so a
+  // coroutine that keeps rescheduling itself cannot starve the ring.
+  size_t n = ready_.size();
+  for (size_t i = 0; i < n && !ready_.empty(); ++i) {
+    std::coroutine_handle<> h = ready_.front();
+    ready_.pop_front();
+    h.resume();
+  }
+}
+
+void Loop::DrainPosted() {
+  std::vector<std::function<void()>> batch;
+  {
+    std::lock_guard<std::mutex> lock(posted_mu_);
+    batch.swap(posted_);
+  }
+  for (auto& fn : batch) fn();
+}
+
+void Loop::RunOnce(bool may_block) {
+  RunReady();
+  DrainPosted();
+  bool has_posted;
+  {
+    std::lock_guard<std::mutex> lock(posted_mu_);
+    has_posted = !posted_.empty();
+  }
+  bool wait = may_block && ready_.empty() && !has_posted && !stop_.load(std::memory_order_relaxed);
+  int rc = io_uring_submit_and_wait(ring_.get(), wait ? 1 : 0);
+  if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
+    std::fprintf(stderr, "uxds: io_uring_submit_and_wait: %s\n", std::strerror(-rc));
+  }
+  // Copy completions out before dispatching: a completion handler may submit
+  // new requests (and so touch the rings) while we iterate.
+  std::array<io_uring_cqe*, 64> cqes;
+  struct Done {
+    detail::IoOp* op;
+    int res;
+    unsigned flags;
+  };
+  std::array<Done, 64> done;
+  while (true) {
+    unsigned n = io_uring_peek_batch_cqe(ring_.get(), cqes.data(), cqes.size());
+    if (n == 0) break;
+    for (unsigned i = 0; i < n; ++i) {
+      done[i] = {static_cast<detail::IoOp*>(io_uring_cqe_get_data(cqes[i])), cqes[i]->res,
+                 cqes[i]->flags};
+    }
+    io_uring_cq_advance(ring_.get(), n);
+    for (unsigned i = 0; i < n; ++i) {
+      detail::IoOp* op = done[i].op;
+      if (op == nullptr) continue;  // cancel requests, link timeouts
+      if ((done[i].flags & IORING_CQE_F_MORE) == 0) {
+        op->in_flight_ = false;
+        --in_flight_;
+      }
+      op->OnComplete(done[i].res, done[i].flags);
+    }
+  }
+  if (!orphans_.empty()) ReapOrphans();
+}
+
+// --- LoopThread ------------------------------------------------------------
+
+StatusOr<std::unique_ptr<LoopThread>> LoopThread::Start(const LoopOptions& options) {
+  std::unique_ptr<LoopThread> lt(new LoopThread());
+  std::promise<Status> started;
+  auto started_future = started.get_future();
+  LoopThread* raw = lt.get();
+  lt->thread_ = std::thread([raw, options, &started] {
+    auto loop = Loop::Create(options);
+    if (!loop.ok()) {
+      started.set_value(loop.status());
+      return;
+    }
+    raw->loop_ = loop->get();
+    started.set_value(OkStatus());
+    (*loop)->Run();
+    // The loop is destroyed on its own thread: tasks unwind where they ran.
+  });
+  Status s = started_future.get();
+  if (!s.ok()) {
+    lt->thread_.join();
+    return s;
+  }
+  return lt;
+}
+
+LoopThread::~LoopThread() {
+  // Stop from inside the loop: a Stop() from this thread could race with the
+  // loop's own exit and write to its closed eventfd.
+  if (loop_ != nullptr) {
+    Loop* loop = loop_;
+    loop->Post([loop] { loop->Stop(); });
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void LoopThread::RunSync(std::function<void()> fn) {
+  std::promise<void> done;
+  loop_->Post([&] {
+    fn();
+    done.set_value();
+  });
+  done.get_future().wait();
+}
+
+}  // namespace uxds

@@ -1,0 +1,163 @@
+#include <liburing.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <deque>
+
+#include "runtime/tcp_socket.h"
+
+namespace uxds {
+
+// The accept request: multishot where the kernel has it, so one submission
+// keeps delivering connections; accepted sockets queue until Accept() takes
+// them.
+class TcpListener::AcceptOp final : public detail::IoOp {
+ public:
+  AcceptOp(Loop& loop, int listen_fd, bool multishot)
+      : IoOp(loop), listen_fd_(listen_fd), multishot_(multishot) {}
+  ~AcceptOp() override {
+    for (int fd : ready_fds) ::close(fd);
+  }
+
+  void Arm() {
+    if (in_flight() || orphaned) return;
+    io_uring_sqe* sqe = loop_.PrepareSqe(this);
+    if (multishot_) {
+      io_uring_prep_multishot_accept(sqe, listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    } else {
+      io_uring_prep_accept(sqe, listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    }
+  }
+
+  void OnComplete(int result, unsigned /*flags*/) override {
+    if (result >= 0) {
+      if (orphaned) {
+        ::close(result);
+        return;
+      }
+      ready_fds.push_back(result);
+    } else if (result == -EINVAL && multishot_ && ready_fds.empty()) {
+      // Multishot accept not supported after all: fall back to single-shot.
+      multishot_ = false;
+    } else if (result != -ECANCELED) {
+      error = ErrnoToStatus(-result, "accept");
+    }
+    if (waiter) loop_.Schedule(std::exchange(waiter, {}));
+  }
+
+  std::deque<int> ready_fds;
+  Status error;
+  std::coroutine_handle<> waiter;
+  bool orphaned = false;
+  bool closed = false;
+
+ private:
+  int listen_fd_;
+  bool multishot_;
+};
+
+namespace {
+
+// Waits for the AcceptOp to deliver; cancellable by the waiting task.
+struct AcceptWait : CancelState::Callback {
+  AcceptWait(TcpListener::AcceptOpRef op, Loop& loop) : op(op), loop(loop) {}
+  bool await_ready() const noexcept { return false; }
+  template <typename P>
+  bool await_suspend(std::coroutine_handle<P> h) {
+    CancelState* cancel = detail::CancelStateOf(h);
+    if (cancel != nullptr && cancel->cancelled()) {
+      cancelled = true;
+      return false;
+    }
+    op.set_waiter(h);
+    if (cancel != nullptr) cancel->Register(this);
+    return true;
+  }
+  void await_resume() { Unregister(); }
+  void OnCancel() override {
+    cancelled = true;
+    if (auto h = op.take_waiter()) loop.Schedule(h);
+  }
+  TcpListener::AcceptOpRef op;
+  Loop& loop;
+  bool cancelled = false;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<TcpListener>> TcpListener::Bind(Loop& loop, const SocketAddress& address,
+                                                         int backlog) {
+  std::string what = "listen on " + address.ToString();
+  int fd = ::socket(address.family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return ErrnoToStatus(errno, what);
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (::bind(fd, address.sockaddr_ptr(), address.size()) != 0) {
+    Status s = ErrnoToStatus(errno, "bind " + address.ToString());
+    ::close(fd);
+    return s;
+  }
+  if (::listen(fd, backlog) != 0) {
+    Status s = ErrnoToStatus(errno, what);
+    ::close(fd);
+    return s;
+  }
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
+  return std::unique_ptr<TcpListener>(
+      new TcpListener(loop, fd, SocketAddress::FromSockaddr(reinterpret_cast<sockaddr*>(&ss), len)));
+}
+
+TcpListener::TcpListener(Loop& loop, int fd, SocketAddress local)
+    : loop_(loop),
+      fd_(fd),
+      local_(local),
+      accept_op_(std::make_unique<AcceptOp>(loop, fd, loop.has_multishot_accept())) {}
+
+TcpListener::~TcpListener() {
+  Close();
+  if (accept_op_->in_flight()) {
+    accept_op_->orphaned = true;
+    loop_.AdoptOrphan(std::move(accept_op_));
+  }
+}
+
+void TcpListener::Close() {
+  if (fd_ < 0) return;
+  accept_op_->closed = true;
+  loop_.CancelOp(accept_op_.get());
+  for (int fd : accept_op_->ready_fds) ::close(fd);
+  accept_op_->ready_fds.clear();
+  ::close(fd_);
+  fd_ = -1;
+  if (accept_op_->waiter) loop_.Schedule(std::exchange(accept_op_->waiter, {}));
+}
+
+Task<StatusOr<std::unique_ptr<TcpSocket>>> TcpListener::Accept() {
+  AcceptOp& op = *accept_op_;
+  while (true) {
+    if (op.closed) co_return CancelledError("listener on " + local_.ToString() + " closed");
+    if (!op.ready_fds.empty()) {
+      int fd = op.ready_fds.front();
+      op.ready_fds.pop_front();
+      co_return std::make_unique<TcpSocket>(loop_, fd);
+    }
+    if (!op.error.ok()) {
+      // EMFILE and friends: report, and let the caller decide to retry.
+      Status e = std::exchange(op.error, OkStatus());
+      co_return e;
+    }
+    op.Arm();
+    AcceptWait wait(AcceptOpRef{&op}, loop_);
+    co_await wait;
+    if (wait.cancelled) co_return CancelledError("accept cancelled");
+  }
+}
+
+void TcpListener::AcceptOpRef::set_waiter(std::coroutine_handle<> h) { op->waiter = h; }
+std::coroutine_handle<> TcpListener::AcceptOpRef::take_waiter() {
+  return std::exchange(op->waiter, {});
+}
+
+}  // namespace uxds

@@ -1,0 +1,128 @@
+#include "runtime/tcp_socket.h"
+
+#include <liburing.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "runtime/io_awaiter.h"
+
+namespace uxds {
+namespace {
+
+__kernel_timespec ToTimespec(std::chrono::milliseconds d) {
+  __kernel_timespec ts{};
+  ts.tv_sec = d.count() / 1000;
+  ts.tv_nsec = (d.count() % 1000) * 1'000'000;
+  return ts;
+}
+
+void SetNoDelay(int fd) {
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+}  // namespace
+
+TcpSocket::TcpSocket(Loop& loop, int fd) : loop_(loop), fd_(fd) { SetNoDelay(fd_); }
+
+TcpSocket::~TcpSocket() {
+  // The owner must have waited for pending reads and writes to complete.
+  assert(pending_read_ == nullptr && pending_write_ == nullptr);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Task<StatusOr<std::unique_ptr<TcpSocket>>> TcpSocket::Connect(Loop& loop,
+                                                             const SocketAddress& address,
+                                                             std::chrono::milliseconds timeout) {
+  std::string what = "connect to " + address.ToString();
+  // Blocking mode on purpose: io_uring polls sockets itself, and an
+  // O_NONBLOCK socket would make some requests fail with EAGAIN instead.
+  int fd = ::socket(address.family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) co_return ErrnoToStatus(errno, what);
+  __kernel_timespec ts = ToTimespec(timeout);
+  CancelState* cancel = co_await CurrentCancelState();
+  loop.ReserveSqes(2);
+  int res = co_await detail::SubmitIo(loop, [&](io_uring_sqe* sqe) {
+    io_uring_prep_connect(sqe, fd, address.sockaddr_ptr(), address.size());
+    sqe->flags |= IOSQE_IO_LINK;
+    // The link timeout cancels the connect when it fires (CQE -ECANCELED).
+    io_uring_prep_link_timeout(loop.PrepareSqe(nullptr), &ts, 0);
+  });
+  if (res < 0) {
+    ::close(fd);
+    if (res == -ECANCELED) {
+      if (cancel != nullptr && cancel->cancelled()) co_return CancelledError(what + ": cancelled");
+      co_return DeadlineExceededError(what + ": timed out after " +
+                                      std::to_string(timeout.count()) + " ms");
+    }
+    co_return ErrnoToStatus(-res, what);
+  }
+  co_return std::make_unique<TcpSocket>(loop, fd);
+}
+
+Task<StatusOr<size_t>> TcpSocket::Read(std::span<uint8_t> buf) {
+  if (fd_ < 0) co_return CancelledError("read from closed socket");
+  auto awaiter = detail::SubmitIo(loop_, [&](io_uring_sqe* sqe) {
+    io_uring_prep_recv(sqe, fd_, buf.data(), buf.size(), 0);
+  });
+  pending_read_ = &awaiter.op();
+  int res = co_await awaiter;
+  pending_read_ = nullptr;
+  if (fd_ < 0) co_return CancelledError("socket closed");
+  if (res < 0) co_return ErrnoToStatus(-res, "read from " + PeerName());
+  co_return static_cast<size_t>(res);
+}
+
+Task<Status> TcpSocket::Write(std::span<const uint8_t> data) {
+  while (!data.empty()) {
+    if (fd_ < 0) co_return CancelledError("write to closed socket");
+    auto awaiter = detail::SubmitIo(loop_, [&](io_uring_sqe* sqe) {
+      io_uring_prep_send(sqe, fd_, data.data(), data.size(), MSG_NOSIGNAL);
+    });
+    pending_write_ = &awaiter.op();
+    int res = co_await awaiter;
+    pending_write_ = nullptr;
+    if (fd_ < 0) co_return CancelledError("socket closed");
+    if (res < 0) co_return ErrnoToStatus(-res, "write to " + PeerName());
+    data = data.subspan(static_cast<size_t>(res));
+  }
+  co_return OkStatus();
+}
+
+Task<Status> TcpSocket::ShutdownWrite() {
+  if (fd_ < 0) co_return CancelledError("socket closed");
+  if (::shutdown(fd_, SHUT_WR) != 0 && errno != ENOTCONN) {
+    co_return ErrnoToStatus(errno, "shutdown " + PeerName());
+  }
+  co_return OkStatus();
+}
+
+void TcpSocket::Close() {
+  if (fd_ < 0) return;
+  loop_.CancelOp(pending_read_);
+  loop_.CancelOp(pending_write_);
+  ::close(fd_);
+  fd_ = -1;
+}
+
+SocketAddress TcpSocket::local_address() const {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (fd_ < 0 || getsockname(fd_, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return {};
+  return SocketAddress::FromSockaddr(reinterpret_cast<sockaddr*>(&ss), len);
+}
+
+SocketAddress TcpSocket::peer_address() const {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (fd_ < 0 || getpeername(fd_, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return {};
+  return SocketAddress::FromSockaddr(reinterpret_cast<sockaddr*>(&ss), len);
+}
+
+std::string TcpSocket::PeerName() const {
+  if (peer_name_.empty()) peer_name_ = peer_address().ToString();
+  return peer_name_;
+}
+
+}  // namespace uxds
