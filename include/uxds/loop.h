@@ -339,26 +339,19 @@ class LoopThread {
 
 template <typename T>
 T Loop::BlockOn(Task<T> task) {
+  // An exception escaping `task` terminates (see GroupTaskRunner): uxds
+  // reports errors as values.
   std::optional<std::conditional_t<std::is_void_v<T>, bool, T>> result;
-  std::exception_ptr error;
-  bool done = false;
-  auto runner = [](Task<T> t, decltype(result)& out, std::exception_ptr& err,
-                   bool& finished) -> Task<void> {
-    try {
-      if constexpr (std::is_void_v<T>) {
-        co_await std::move(t);
-        out.emplace(true);
-      } else {
-        out.emplace(co_await std::move(t));
-      }
-    } catch (...) {
-      err = std::current_exception();
+  auto runner = [](Task<T> t, decltype(result)& out) -> Task<void> {
+    if constexpr (std::is_void_v<T>) {
+      co_await std::move(t);
+      out.emplace(true);
+    } else {
+      out.emplace(co_await std::move(t));
     }
-    finished = true;
   };
-  Spawn(runner(std::move(task), result, error, done));
-  while (!done) RunOnce(/*may_block=*/true);
-  if (error) std::rethrow_exception(error);
+  Spawn(runner(std::move(task), result));
+  while (!result.has_value()) RunOnce(/*may_block=*/true);
   if constexpr (!std::is_void_v<T>) return std::move(*result);
 }
 

@@ -15,20 +15,21 @@ struct GroupTaskRunner {
     std::suspend_always initial_suspend() noexcept { return {}; }
     std::suspend_never final_suspend() noexcept { return {}; }
     void return_void() noexcept {}
-    void unhandled_exception() noexcept { std::terminate(); }
+    // uxds reports errors as values; an exception escaping a task is a bug.
+    void unhandled_exception() noexcept {
+      std::fprintf(stderr, "uxds: an exception escaped a spawned task\n");
+      std::terminate();
+    }
   };
   std::coroutine_handle<promise_type> handle;
 
-  static GroupTaskRunner Run(TaskGroup* group, Task<void> task) {
-    try {
-      co_await std::move(task);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "uxds: a spawned task threw: %s\n", e.what());
-      std::terminate();
-    }
-    group->OnTaskFinished();
-  }
+  static GroupTaskRunner Run(TaskGroup* group, Task<void> task);
 };
+
+GroupTaskRunner GroupTaskRunner::Run(TaskGroup* group, Task<void> task) {
+  co_await std::move(task);
+  group->OnTaskFinished();
+}
 
 TaskGroup::TaskGroup(Loop& loop, CancelState* parent) : loop_(loop), cancel_(parent) {}
 
