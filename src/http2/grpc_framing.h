@@ -1,0 +1,54 @@
+// gRPC length-prefixed message framing (PROTOCOL-HTTP2: Length-Prefixed-Message).
+//
+//   Compressed-Flag (1 byte, 0 or 1) | Message-Length (4 bytes, big endian) | Message
+//
+// uxds negotiates no message compression: it never sends grpc-encoding, so a
+// received message with the Compressed-Flag set is a protocol error.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <string_view>
+
+#include "uxds/status.h"
+
+namespace uxds::http2 {
+
+inline constexpr size_t kGrpcFrameHeaderSize = 5;
+// gRPC's default limit on a received message (GRPC_DEFAULT_MAX_RECV_MESSAGE_LENGTH).
+inline constexpr size_t kDefaultMaxReceiveMessageSize = 4 << 20;
+
+// Appends the 5-byte prefix and `message` to `out` (uncompressed).
+void AppendGrpcFrame(std::string& out, std::string_view message);
+
+// Splits a byte stream (DATA frame payloads, cut anywhere) into messages.
+//
+// Feed() appends every completed message to `out`. The first framing error
+// (oversize message: RESOURCE_EXHAUSTED; compressed or invalid flag:
+// INTERNAL) is returned, and is returned again by every later Feed(): the
+// stream it came from is unusable.
+class GrpcDeframer {
+ public:
+  explicit GrpcDeframer(size_t max_message_size = kDefaultMaxReceiveMessageSize)
+      : max_message_size_(max_message_size) {}
+
+  Status Feed(std::string_view data, std::deque<std::string>& out);
+
+  // True while a message has been started but not completed: at end of
+  // stream that is a truncated message.
+  bool has_partial_message() const { return header_filled_ > 0; }
+  const Status& error() const { return error_; }
+  size_t max_message_size() const { return max_message_size_; }
+
+ private:
+  size_t max_message_size_;
+  Status error_;
+  uint8_t header_[kGrpcFrameHeaderSize] = {};
+  size_t header_filled_ = 0;  // 0..5; 5 while the body is being collected
+  size_t body_length_ = 0;
+  std::string body_;
+};
+
+}  // namespace uxds::http2

@@ -1,0 +1,122 @@
+#include "http2/grpc_framing.h"
+
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <string>
+
+namespace uxds::http2 {
+namespace {
+
+std::string Frame(std::string_view message) {
+  std::string out;
+  AppendGrpcFrame(out, message);
+  return out;
+}
+
+TEST(GrpcFramingTest, PrefixIsFlagAndBigEndianLength) {
+  const std::string framed = Frame(std::string(0x010203, 'x'));
+  ASSERT_EQ(framed.size(), 5u + 0x010203);
+  EXPECT_EQ(framed[0], 0);
+  EXPECT_EQ(framed[1], 0x00);
+  EXPECT_EQ(framed[2], 0x01);
+  EXPECT_EQ(framed[3], 0x02);
+  EXPECT_EQ(framed[4], 0x03);
+}
+
+TEST(GrpcFramingTest, EmptyMessageRoundTrips) {
+  GrpcDeframer deframer;
+  std::deque<std::string> out;
+  ASSERT_TRUE(deframer.Feed(Frame(""), out).ok());
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0], "");
+  EXPECT_FALSE(deframer.has_partial_message());
+}
+
+TEST(GrpcFramingTest, MessagesSplitAtEveryByteBoundary) {
+  const std::string stream = Frame("hello") + Frame("") + Frame(std::string(300, 'z')) + Frame("!");
+  for (size_t cut = 0; cut <= stream.size(); ++cut) {
+    GrpcDeframer deframer;
+    std::deque<std::string> out;
+    ASSERT_TRUE(deframer.Feed(std::string_view(stream).substr(0, cut), out).ok());
+    ASSERT_TRUE(deframer.Feed(std::string_view(stream).substr(cut), out).ok());
+    ASSERT_EQ(out.size(), 4u) << "cut at " << cut;
+    EXPECT_EQ(out[0], "hello");
+    EXPECT_EQ(out[1], "");
+    EXPECT_EQ(out[2], std::string(300, 'z'));
+    EXPECT_EQ(out[3], "!");
+    EXPECT_FALSE(deframer.has_partial_message());
+  }
+}
+
+TEST(GrpcFramingTest, ByteAtATime) {
+  const std::string stream = Frame("abc") + Frame("defgh");
+  GrpcDeframer deframer;
+  std::deque<std::string> out;
+  for (char c : stream) ASSERT_TRUE(deframer.Feed(std::string_view(&c, 1), out).ok());
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0], "abc");
+  EXPECT_EQ(out[1], "defgh");
+}
+
+TEST(GrpcFramingTest, PartialMessageIsReported) {
+  GrpcDeframer deframer;
+  std::deque<std::string> out;
+  const std::string framed = Frame("abcdef");
+  ASSERT_TRUE(deframer.Feed(std::string_view(framed).substr(0, 3), out).ok());
+  EXPECT_TRUE(deframer.has_partial_message());
+  ASSERT_TRUE(deframer.Feed(std::string_view(framed).substr(3, 4), out).ok());
+  EXPECT_TRUE(deframer.has_partial_message());
+  EXPECT_TRUE(out.empty());
+}
+
+TEST(GrpcFramingTest, MessageAtTheLimitIsAccepted) {
+  GrpcDeframer deframer(/*max_message_size=*/10);
+  std::deque<std::string> out;
+  ASSERT_TRUE(deframer.Feed(Frame(std::string(10, 'a')), out).ok());
+  EXPECT_EQ(out.size(), 1u);
+}
+
+TEST(GrpcFramingTest, OversizeMessageIsResourceExhaustedFromItsPrefix) {
+  GrpcDeframer deframer(/*max_message_size=*/10);
+  std::deque<std::string> out;
+  // Only the prefix: the limit is enforced before the body is buffered.
+  const std::string framed = Frame(std::string(11, 'a'));
+  Status status = deframer.Feed(std::string_view(framed).substr(0, 5), out);
+  EXPECT_EQ(status.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(status.message().find("11 vs. 10"), std::string::npos) << status.ToString();
+  // The error sticks.
+  EXPECT_EQ(deframer.Feed("x", out).code(), StatusCode::kResourceExhausted);
+  EXPECT_TRUE(out.empty());
+}
+
+TEST(GrpcFramingTest, CompressedFlagWithoutEncodingIsInternal) {
+  GrpcDeframer deframer;
+  std::deque<std::string> out;
+  std::string framed = Frame("abc");
+  framed[0] = 1;
+  Status status = deframer.Feed(framed, out);
+  EXPECT_EQ(status.code(), StatusCode::kInternal);
+  EXPECT_NE(status.message().find("grpc-encoding"), std::string::npos);
+  EXPECT_TRUE(out.empty());
+}
+
+TEST(GrpcFramingTest, InvalidFlagIsInternal) {
+  GrpcDeframer deframer;
+  std::deque<std::string> out;
+  std::string framed = Frame("abc");
+  framed[0] = 7;
+  EXPECT_EQ(deframer.Feed(framed, out).code(), StatusCode::kInternal);
+}
+
+TEST(GrpcFramingTest, MessagesBeforeAnErrorAreDelivered) {
+  GrpcDeframer deframer(/*max_message_size=*/4);
+  std::deque<std::string> out;
+  EXPECT_EQ(deframer.Feed(Frame("ok") + Frame("too long"), out).code(),
+            StatusCode::kResourceExhausted);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0], "ok");
+}
+
+}  // namespace
+}  // namespace uxds::http2
