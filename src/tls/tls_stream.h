@@ -54,6 +54,9 @@ class TlsStream final : public ByteStream {
   std::string PeerCertificateSubject() const;
   // "TLSv1.3" / "TLSv1.2".
   std::string protocol_version() const;
+  // TLS 1.3: sends a KeyUpdate that also asks the peer to update its keys
+  // (RFC 8446 §4.6.3), for connections that live long enough to want it.
+  Task<Status> UpdateKeys();
 
   // ByteStream. Read() returns 0 once the peer sent close_notify or closed
   // the transport. ShutdownWrite() sends close_notify, then shuts down the
