@@ -17,6 +17,8 @@ namespace uxds {
 namespace bootstrap_internal {
 
 void CheckXdsServer(const XdsServerConfig& server, ValidationErrors& errors) {
+  // gRPC C++ accepts an empty server_uri and fails later, at connect time;
+  // rejecting it here names the field instead.
   if (server.server_uri.empty()) {
     auto field = errors.Scope(".server_uri");
     errors.Add("must be non-empty");
@@ -149,7 +151,7 @@ StatusOr<Bootstrap> Bootstrap::FromFile(const std::string& path) {
 }
 
 StatusOr<Bootstrap> Bootstrap::FromEnvironment() {
-  // Read once: setenv() on another thread must not change the value under us.
+  // As gRPC: the file first, then the inline config. An empty value counts as unset.
   const char* file = std::getenv(kFileEnvVar);
   if (file != nullptr && *file != '\0') return FromFile(file);
   const char* config = std::getenv(kConfigEnvVar);
