@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "runtime/tcp_socket.h"
 #include "tls/tls_engine.h"
 
 namespace uxds {
@@ -16,6 +17,13 @@ constexpr size_t kPlaintextChunk = 4 * 16384;
 constexpr size_t kCiphertextBufferSize = kPlaintextChunk + 1024;
 // One transport read: two full records.
 constexpr size_t kReceiveBufferSize = 2 * (16384 + 256);
+
+// The loop that drives `transport`: a TcpSocket knows its own; any other
+// stream is driven by the loop running this coroutine.
+Loop* DrivingLoop(ByteStream* transport) {
+  if (auto* tcp = dynamic_cast<TcpSocket*>(transport)) return &tcp->loop();
+  return Loop::Current();
+}
 
 }  // namespace
 
@@ -33,11 +41,11 @@ TlsStream::~TlsStream() = default;
 Task<StatusOr<std::unique_ptr<TlsStream>>> TlsStream::Connect(
     std::unique_ptr<ByteStream> transport, std::shared_ptr<TlsClientContext> ctx,
     std::string server_name, std::chrono::milliseconds handshake_timeout) {
-  Loop* loop = Loop::Current();
-  if (loop == nullptr) co_return FailedPreconditionError("TlsStream::Connect outside a loop");
   if (transport == nullptr || ctx == nullptr) {
     co_return InvalidArgumentError("TlsStream::Connect needs a transport and a context");
   }
+  Loop* loop = DrivingLoop(transport.get());
+  if (loop == nullptr) co_return FailedPreconditionError("TlsStream::Connect outside a loop");
   StatusOr<std::unique_ptr<TlsEngine>> engine =
       TlsEngine::CreateClient(std::move(ctx), server_name);
   if (!engine.ok()) co_return engine.status();
@@ -48,11 +56,11 @@ Task<StatusOr<std::unique_ptr<TlsStream>>> TlsStream::Connect(
 Task<StatusOr<std::unique_ptr<TlsStream>>> TlsStream::Accept(
     std::unique_ptr<ByteStream> transport, std::shared_ptr<TlsServerContext> ctx,
     std::chrono::milliseconds handshake_timeout) {
-  Loop* loop = Loop::Current();
-  if (loop == nullptr) co_return FailedPreconditionError("TlsStream::Accept outside a loop");
   if (transport == nullptr || ctx == nullptr) {
     co_return InvalidArgumentError("TlsStream::Accept needs a transport and a context");
   }
+  Loop* loop = DrivingLoop(transport.get());
+  if (loop == nullptr) co_return FailedPreconditionError("TlsStream::Accept outside a loop");
   StatusOr<std::unique_ptr<TlsEngine>> engine = TlsEngine::CreateServer(std::move(ctx));
   if (!engine.ok()) co_return engine.status();
   std::unique_ptr<TlsStream> stream(new TlsStream(*loop, std::move(transport), std::move(*engine)));
@@ -193,33 +201,38 @@ void TlsStream::Close() {
 }
 
 Task<Status> TlsStream::Flush() {
-  while (true) {
+  // Our bytes end at this position of the ciphertext stream; we are done once
+  // it has been sent, by us or by whichever task was flushing meanwhile.
+  const uint64_t target = ciphertext_taken_ + engine_->ciphertext_pending();
+  while (ciphertext_sent_ < target) {
     if (write_error_) co_return *write_error_;
     if (closed_) co_return CancelledError("TLS stream to " + peer_name_ + " closed");
     if (flushing_) {
-      // The flushing task loops until the engine has nothing queued, so it
-      // sends our bytes too; wait for its round, then look again.
+      // One transport write at a time: wait for the current round, which
+      // sends everything queued when it looks, our bytes included.
       std::shared_ptr<Event> round = flush_done_;
       Status waited = co_await round->Wait();
       if (!waited.ok()) co_return waited;
       continue;
     }
-    if (engine_->ciphertext_pending() == 0) co_return OkStatus();
     flushing_ = true;
     flush_done_ = std::make_shared<Event>(loop_);
     while (engine_->ciphertext_pending() > 0) {
       size_t n = engine_->TakeCiphertext(out_buf_);
+      ciphertext_taken_ += n;
       Status written = co_await transport_->Write(std::span<const uint8_t>(out_buf_.data(), n));
       if (!written.ok()) {
         // Part of a record may have gone out: nothing can follow it.
         write_error_ = written;
         break;
       }
+      ciphertext_sent_ += n;
     }
     flushing_ = false;
     std::shared_ptr<Event> round = std::move(flush_done_);
     round->Set();
   }
+  co_return write_error_.value_or(OkStatus());
 }
 
 Task<Status> TlsStream::Fill() {

@@ -91,6 +91,8 @@ class TlsStream final : public ByteStream {
   // round they wait on, so it outlives the round.
   bool flushing_ = false;
   std::shared_ptr<Event> flush_done_;
+  uint64_t ciphertext_taken_ = 0;      // moved out of the engine for sending
+  uint64_t ciphertext_sent_ = 0;       // written to the transport
   std::optional<Status> write_error_;  // sticky: a failed write breaks the record stream
   std::vector<uint8_t> out_buf_;
 

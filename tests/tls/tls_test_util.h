@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "support/test_support.h"
+#include "uxds/runtime.h"
 
 namespace uxds::testing {
 
@@ -37,5 +38,28 @@ inline ::testing::Environment* const kCertificatesEnvironment =
     ::testing::AddGlobalTestEnvironment(new CertificatesEnvironment);
 
 inline const TestCertificates& Certs() { return CertificatesEnvironment::certs(); }
+
+// Runs `task` on `loop` until it finishes; returns its result. Loop::Run and
+// Stop() rather than Loop::BlockOn: BlockOn waits for one more io_uring
+// completion after its task finished on a turn without I/O (e.g. right after
+// a TaskGroup join), which can be never.
+template <typename T>
+T RunTask(Loop& loop, Task<T> task) {
+  std::optional<T> result;
+  loop.Spawn([](Loop& l, Task<T> t, std::optional<T>& out) -> Task<void> {
+    out.emplace(co_await std::move(t));
+    l.Stop();
+  }(loop, std::move(task), result));
+  loop.Run();
+  return std::move(*result);
+}
+
+inline void RunTask(Loop& loop, Task<void> task) {
+  loop.Spawn([](Loop& l, Task<void> t) -> Task<void> {
+    co_await std::move(t);
+    l.Stop();
+  }(loop, std::move(task)));
+  loop.Run();
+}
 
 }  // namespace uxds::testing
