@@ -22,8 +22,10 @@ class CancelState {
     virtual void OnCancel() = 0;
     void Unregister() {
       if (owner_ == nullptr) return;
-      if (prev_ != nullptr) prev_->next_ = next_;
-      else owner_->head_ = next_;
+      if (prev_ != nullptr)
+        prev_->next_ = next_;
+      else
+        owner_->head_ = next_;
       if (next_ != nullptr) next_->prev_ = prev_;
       owner_ = nullptr;
       prev_ = next_ = nullptr;
@@ -41,8 +43,10 @@ class CancelState {
   // A child: cancelled whenever `parent` is (or already was).
   explicit CancelState(CancelState* parent) : link_(this) {
     if (parent != nullptr) {
-      if (parent->cancelled()) cancelled_ = true;
-      else parent->Register(&link_);
+      if (parent->cancelled())
+        cancelled_ = true;
+      else
+        parent->Register(&link_);
     }
   }
   CancelState(const CancelState&) = delete;

@@ -121,6 +121,7 @@ class Loop {
   Loop();
   void RunOnce(bool may_block);
   void RunReady();
+  void DispatchCompletions();
   void DrainPosted();
   void ArmWakeup();
   void ReapOrphans();
@@ -218,9 +219,7 @@ class Event {
       return Suspend(h, detail::CancelStateOf(h));
     }
     // OK when set; CANCELLED when the waiting task was cancelled first.
-    Status await_resume() const {
-      return cancelled_ ? CancelledError("cancelled") : Status();
-    }
+    Status await_resume() const { return cancelled_ ? CancelledError("cancelled") : Status(); }
     void OnCancel() override;
 
    private:

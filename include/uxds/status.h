@@ -123,8 +123,8 @@ class [[nodiscard]] StatusOr {
 }  // namespace uxds
 
 // Early-return helpers for code that returns Status or StatusOr<T>.
-#define UXDS_RETURN_IF_ERROR(expr)            \
-  do {                                        \
-    ::uxds::Status uxds_status_ = (expr);     \
+#define UXDS_RETURN_IF_ERROR(expr)               \
+  do {                                           \
+    ::uxds::Status uxds_status_ = (expr);        \
     if (!uxds_status_.ok()) return uxds_status_; \
   } while (0)

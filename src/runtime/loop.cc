@@ -206,8 +206,9 @@ void Loop::DrainPosted() {
 }
 
 void Loop::RunOnce(bool may_block) {
-  RunReady();
-  DrainPosted();
+  // Wait first, run second: callers test their exit condition between turns,
+  // so a turn must never end by blocking after it ran the work that
+  // satisfied that condition.
   bool has_posted;
   {
     std::lock_guard<std::mutex> lock(posted_mu_);
@@ -218,6 +219,13 @@ void Loop::RunOnce(bool may_block) {
   if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
     std::fprintf(stderr, "uxds: io_uring_submit_and_wait: %s\n", std::strerror(-rc));
   }
+  DispatchCompletions();
+  RunReady();
+  DrainPosted();
+  if (!orphans_.empty()) ReapOrphans();
+}
+
+void Loop::DispatchCompletions() {
   // Copy completions out before dispatching: a completion handler may submit
   // new requests (and so touch the rings) while we iterate.
   std::array<io_uring_cqe*, 64> cqes;
@@ -245,7 +253,6 @@ void Loop::RunOnce(bool may_block) {
       op->OnComplete(done[i].res, done[i].flags);
     }
   }
-  if (!orphans_.empty()) ReapOrphans();
 }
 
 // --- LoopThread ------------------------------------------------------------

@@ -66,9 +66,7 @@ SocketAddress SocketAddress::FromSockaddr(const sockaddr* sa, socklen_t len) {
   return a;
 }
 
-SocketAddress SocketAddress::Loopback4(uint16_t port) {
-  return *FromIpAndPort("127.0.0.1", port);
-}
+SocketAddress SocketAddress::Loopback4(uint16_t port) { return *FromIpAndPort("127.0.0.1", port); }
 
 uint16_t SocketAddress::port() const {
   if (family() == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(&storage_)->sin_port);

@@ -105,8 +105,8 @@ StatusOr<std::unique_ptr<TcpListener>> TcpListener::Bind(Loop& loop, const Socke
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;
   getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
-  return std::unique_ptr<TcpListener>(
-      new TcpListener(loop, fd, SocketAddress::FromSockaddr(reinterpret_cast<sockaddr*>(&ss), len)));
+  return std::unique_ptr<TcpListener>(new TcpListener(
+      loop, fd, SocketAddress::FromSockaddr(reinterpret_cast<sockaddr*>(&ss), len)));
 }
 
 TcpListener::TcpListener(Loop& loop, int fd, SocketAddress local)

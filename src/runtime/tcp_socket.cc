@@ -33,8 +33,8 @@ TcpSocket::~TcpSocket() {
 }
 
 Task<StatusOr<std::unique_ptr<TcpSocket>>> TcpSocket::Connect(Loop& loop,
-                                                             const SocketAddress& address,
-                                                             std::chrono::milliseconds timeout) {
+                                                              const SocketAddress& address,
+                                                              std::chrono::milliseconds timeout) {
   std::string what = "connect to " + address.ToString();
   // Blocking mode on purpose: io_uring polls sockets itself, and an
   // O_NONBLOCK socket would make some requests fail with EAGAIN instead.
@@ -63,9 +63,8 @@ Task<StatusOr<std::unique_ptr<TcpSocket>>> TcpSocket::Connect(Loop& loop,
 
 Task<StatusOr<size_t>> TcpSocket::Read(std::span<uint8_t> buf) {
   if (fd_ < 0) co_return CancelledError("read from closed socket");
-  auto awaiter = detail::SubmitIo(loop_, [&](io_uring_sqe* sqe) {
-    io_uring_prep_recv(sqe, fd_, buf.data(), buf.size(), 0);
-  });
+  auto awaiter = detail::SubmitIo(
+      loop_, [&](io_uring_sqe* sqe) { io_uring_prep_recv(sqe, fd_, buf.data(), buf.size(), 0); });
   pending_read_ = &awaiter.op();
   int res = co_await awaiter;
   pending_read_ = nullptr;

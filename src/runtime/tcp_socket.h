@@ -19,8 +19,8 @@ class TcpSocket final : public ByteStream {
   // Connects with a timeout: DEADLINE_EXCEEDED on timeout, UNAVAILABLE when
   // refused or unreachable, CANCELLED when the task is cancelled.
   static Task<StatusOr<std::unique_ptr<TcpSocket>>> Connect(Loop& loop,
-                                                           const SocketAddress& address,
-                                                           std::chrono::milliseconds timeout);
+                                                            const SocketAddress& address,
+                                                            std::chrono::milliseconds timeout);
 
   Task<StatusOr<size_t>> Read(std::span<uint8_t> buf) override;
   Task<Status> Write(std::span<const uint8_t> data) override;

@@ -198,10 +198,26 @@ TestCertificates MakeTestCertificates(const std::string& dir) {
                      dir + "/client.pem", dir + "/client.key", dir + "/other_ca.pem"};
   if (std::filesystem::exists(c.other_ca_cert)) return c;
   auto make_ca = [&](const std::string& name, const std::string& cert) {
-    RunOrThrow({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                "-nodes", "-days", "2", "-subj", "/CN=" + name, "-keyout", dir + "/" + name + ".key",
-                "-out", cert, "-addext", "basicConstraints=critical,CA:TRUE",
-                "-addext", "keyUsage=critical,keyCertSign,cRLSign"});
+    RunOrThrow({"openssl",
+                "req",
+                "-x509",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:prime256v1",
+                "-nodes",
+                "-days",
+                "2",
+                "-subj",
+                "/CN=" + name,
+                "-keyout",
+                dir + "/" + name + ".key",
+                "-out",
+                cert,
+                "-addext",
+                "basicConstraints=critical,CA:TRUE",
+                "-addext",
+                "keyUsage=critical,keyCertSign,cRLSign"});
   };
   auto make_leaf = [&](const std::string& name, const std::string& cert, const std::string& key,
                        const std::string& ext) {

@@ -1,0 +1,178 @@
+// TCP over io_uring: connect, multishot accept, reads/writes, cancellation.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+
+#include "runtime/tcp_socket.h"
+#include "uxds/runtime.h"
+
+namespace uxds {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::unique_ptr<Loop> MakeLoop() {
+  auto loop = Loop::Create();
+  EXPECT_TRUE(loop.ok()) << loop.status().ToString();
+  return std::move(*loop);
+}
+
+Task<void> EchoUntilEof(std::unique_ptr<TcpSocket> sock) {
+  std::vector<uint8_t> buf(16384);
+  while (true) {
+    auto n = co_await sock->Read(buf);
+    if (!n.ok() || *n == 0) break;
+    if (!(co_await sock->Write(std::span(buf.data(), *n))).ok()) break;
+  }
+  (void)co_await sock->ShutdownWrite();
+}
+
+Task<void> Serve(TcpListener& listener, TaskGroup& connections, int max_connections) {
+  for (int i = 0; i < max_connections; ++i) {
+    auto sock = co_await listener.Accept();
+    if (!sock.ok()) co_return;
+    connections.Spawn(EchoUntilEof(std::move(*sock)));
+  }
+}
+
+TEST(TcpTest, EchoManyConnectionsThroughOneListener) {
+  auto loop = MakeLoop();
+  auto main_task = [](Loop& l) -> Task<void> {
+    auto listener = TcpListener::Bind(l, SocketAddress::Loopback4(0));
+    EXPECT_TRUE(listener.ok()) << listener.status().ToString();
+    if (!listener.ok()) co_return;
+    EXPECT_NE((*listener)->port(), 0);
+    TaskGroup server(l);
+    TaskGroup connections(l);
+    constexpr int kConnections = 20;
+    server.Spawn(Serve(**listener, connections, kConnections));
+    TaskGroup clients(l);
+    int ok_count = 0;
+    for (int i = 0; i < kConnections; ++i) {
+      clients.Spawn([](Loop& l2, SocketAddress addr, int id, int& ok) -> Task<void> {
+        auto sock = co_await TcpSocket::Connect(l2, addr, 5s);
+        EXPECT_TRUE(sock.ok()) << sock.status().ToString();
+        if (!sock.ok()) co_return;
+        // Large enough to need several reads and writes.
+        std::vector<uint8_t> out(300000 + id);
+        for (size_t j = 0; j < out.size(); ++j) out[j] = static_cast<uint8_t>(j * 7 + id);
+        TaskGroup writer(l2);
+        writer.Spawn([](TcpSocket& s, std::vector<uint8_t>& data) -> Task<void> {
+          EXPECT_TRUE((co_await s.Write(data)).ok());
+          EXPECT_TRUE((co_await s.ShutdownWrite()).ok());
+        }(**sock, out));
+        std::vector<uint8_t> in;
+        std::vector<uint8_t> buf(8192);
+        while (true) {
+          auto n = co_await (*sock)->Read(buf);
+          EXPECT_TRUE(n.ok()) << n.status().ToString();
+          if (!n.ok() || *n == 0) break;
+          in.insert(in.end(), buf.begin(), buf.begin() + static_cast<long>(*n));
+        }
+        co_await writer.Join();
+        EXPECT_EQ(in, out);
+        if (in == out) ++ok;
+      }(l, (*listener)->local_address(), i, ok_count));
+    }
+    co_await clients.Join();
+    EXPECT_EQ(ok_count, kConnections);
+    co_await server.Join();
+    co_await connections.Join();
+  };
+  loop->BlockOn(main_task(*loop));
+}
+
+TEST(TcpTest, ConnectionRefusedIsUnavailable) {
+  auto loop = MakeLoop();
+  uint16_t port;
+  {
+    // Bind then close: nothing listens on this port any more.
+    auto l = TcpListener::Bind(*loop, SocketAddress::Loopback4(0));
+    ASSERT_TRUE(l.ok());
+    port = (*l)->port();
+  }
+  auto sock = loop->BlockOn(TcpSocket::Connect(*loop, SocketAddress::Loopback4(port), 5s));
+  ASSERT_FALSE(sock.ok());
+  EXPECT_EQ(sock.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(sock.status().message().find("ECONNREFUSED"), std::string::npos)
+      << sock.status().ToString();
+}
+
+TEST(TcpTest, ConnectTimesOutAgainstAFullAcceptQueue) {
+  auto loop = MakeLoop();
+  // A listener that never accepts, with the smallest backlog: once its queue
+  // is full the kernel drops further SYNs, so a connect can only time out.
+  auto listener = TcpListener::Bind(*loop, SocketAddress::Loopback4(0), 0);
+  ASSERT_TRUE(listener.ok());
+  SocketAddress addr = (*listener)->local_address();
+  std::vector<std::unique_ptr<TcpSocket>> filled;
+  Status last;
+  for (int i = 0; i < 8 && last.ok(); ++i) {
+    auto s = loop->BlockOn(TcpSocket::Connect(*loop, addr, 300ms));
+    if (s.ok())
+      filled.push_back(std::move(*s));
+    else
+      last = s.status();
+  }
+  ASSERT_FALSE(last.ok()) << "every connect succeeded";
+  EXPECT_EQ(last.code(), StatusCode::kDeadlineExceeded) << last.ToString();
+  EXPECT_NE(last.message().find("timed out after 300 ms"), std::string::npos) << last.ToString();
+}
+
+TEST(TcpTest, CloseAndCancellationEndPendingOperations) {
+  auto loop = MakeLoop();
+  auto main_task = [](Loop& l) -> Task<void> {
+    auto listener = TcpListener::Bind(l, SocketAddress::Loopback4(0));
+    EXPECT_TRUE(listener.ok());
+    auto client = co_await TcpSocket::Connect(l, (*listener)->local_address(), 5s);
+    auto server = co_await (*listener)->Accept();
+    EXPECT_TRUE(client.ok() && server.ok());
+    if (!client.ok() || !server.ok()) co_return;
+
+    // A read pending on a socket that gets closed completes with CANCELLED.
+    StatusOr<size_t> read_result = size_t{0};
+    TaskGroup reader(l);
+    reader.Spawn([](TcpSocket& s, StatusOr<size_t>& out) -> Task<void> {
+      std::vector<uint8_t> buf(16);
+      out = co_await s.Read(buf);
+    }(**server, read_result));
+    (void)co_await SleepFor(l, 1ms);
+    (*server)->Close();
+    co_await reader.Join();
+    EXPECT_EQ(read_result.status().code(), StatusCode::kCancelled);
+
+    // The peer sees EOF.
+    std::vector<uint8_t> buf(16);
+    auto n = co_await (*client)->Read(buf);
+    EXPECT_TRUE(n.ok() && *n == 0);
+
+    // A pending accept is ended by cancelling its task.
+    StatusOr<std::unique_ptr<TcpSocket>> accepted = Status(StatusCode::kUnknown, "unset");
+    TaskGroup acceptor(l);
+    acceptor.Spawn([](TcpListener& lis, StatusOr<std::unique_ptr<TcpSocket>>& out) -> Task<void> {
+      out = co_await lis.Accept();
+    }(**listener, accepted));
+    (void)co_await SleepFor(l, 1ms);
+    co_await acceptor.CancelAndJoin();
+    EXPECT_EQ(accepted.status().code(), StatusCode::kCancelled);
+  };
+  loop->BlockOn(main_task(*loop));
+}
+
+TEST(SocketAddressTest, ParsesAndPrintsBothFamilies) {
+  auto v4 = SocketAddress::Parse("127.0.0.1:8080");
+  ASSERT_TRUE(v4.ok());
+  EXPECT_EQ(v4->ToString(), "127.0.0.1:8080");
+  auto v6 = SocketAddress::Parse("[::1]:443");
+  ASSERT_TRUE(v6.ok());
+  EXPECT_EQ(v6->ToString(), "[::1]:443");
+  EXPECT_EQ(v6->port(), 443);
+  EXPECT_EQ(SocketAddress::Parse("localhost:80").status().message(),
+            "address \"localhost:80\": \"localhost\" is not an IPv4 or IPv6 address");
+  EXPECT_EQ(SocketAddress::Parse("1.2.3.4").status().message(),
+            "address \"1.2.3.4\": missing port");
+  EXPECT_EQ(SocketAddress::Parse("1.2.3.4:99999").status().message(),
+            "address \"1.2.3.4:99999\": bad port");
+}
+
+}  // namespace
+}  // namespace uxds
