@@ -1,0 +1,246 @@
+// A scripted xDS control plane for tests: a real grpcio ADS server
+// (tests/peers/fake_control_plane.py, run by /usr/bin/python3) on loopback,
+// driven from C++ through JSON lines.
+//
+// The control plane serves
+// envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources
+// (state of the world). Clients connect to port(); in front of grpcio sits a
+// small TCP forwarder, so the test can refuse new connections
+// (StopListening) or cut every connection without any HTTP/2 goodbye
+// (DropAllConnections, a control plane crash) and come back on the same port.
+//
+// Two ways to answer:
+//  - scripted: read what the client asks with NextRequest() and answer with
+//    SendResponse() (any content, including invalid resources, wrong type
+//    URLs, TP3 resource_errors, wrapped resources, raw garbage);
+//  - automatic: SetResources(type_url, {name: Any}, version) stores
+//    resources; every request of that type is then answered with every
+//    requested name the store holds (for LDS/CDS that is the full set the
+//    client must see: a name left out reads as deleted), and every change to
+//    the store is pushed to the streams subscribed to that type. An ACK of
+//    what was sent (same version, same names) is not answered again.
+//
+// Every request, stream open and stream close is recorded as an event; the
+// Wait / Next methods read them with a timeout (generous upper bounds only).
+// Command methods fail the current test (ADD_FAILURE) when the control plane
+// rejects the command, and return false / an empty nonce then.
+//
+// Not thread-safe: use one FakeControlPlane from the test's thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "support/test_support.h"
+
+namespace uxds::testing {
+
+struct FakeControlPlaneOptions {
+  uint16_t port = 0;  // 0: pick a free one
+  // PEM files; both set: serve TLS.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  // PEM file; set (with TLS): require and verify client certificates.
+  std::string client_ca_file;
+  std::chrono::milliseconds start_timeout = std::chrono::seconds(60);
+};
+
+// One entry of DiscoveryResponse.resources.
+struct ResponseResource {
+  // A serialized google.protobuf.Any, placed into the response verbatim
+  // (so it may also be bytes that do not parse as an Any at all).
+  // Implicit on purpose: `resources = {any.SerializeAsString()}` reads well.
+  ResponseResource(std::string serialized_any)  // NOLINT(google-explicit-constructor)
+      : serialized_any(std::move(serialized_any)) {}
+  // An Any built by the control plane from a type URL and message bytes
+  // (e.g. a wrong type URL, or a value that is not a valid message).
+  ResponseResource(std::string any_type_url, std::string value)
+      : any_type_url(std::move(any_type_url)), value(std::move(value)) {}
+
+  std::string serialized_any;
+  std::string any_type_url;  // non-empty: build the Any from any_type_url + value
+  std::string value;
+  // When the response wraps resources in envoy.service.discovery.v3.Resource:
+  // the wrapper's `name` (field 3) and `version` (field 1); may stay empty.
+  std::string wrapper_name;
+  std::string wrapper_version;
+};
+
+// A TP3 DiscoveryResponse.resource_errors entry.
+struct ResourceErrorToSend {
+  std::string name;  // ResourceName.name
+  int code = 0;      // google.rpc.Status code (gRPC status code)
+  std::string message;
+};
+
+struct ScriptedResponse {
+  std::optional<int64_t> stream;  // nullopt: the most recently opened stream still open
+  std::string type_url;
+  std::string version_info;
+  std::string nonce;  // empty: the control plane makes a unique one
+  std::vector<ResponseResource> resources;
+  // Wrap every resource in an Any of envoy.service.discovery.v3.Resource.
+  bool wrap_in_resource = false;
+  std::vector<ResourceErrorToSend> resource_errors;
+  // DiscoveryResponse.control_plane.identifier; empty: field not set.
+  std::string control_plane_identifier;
+};
+
+struct ObservedNode {
+  std::string id;
+  std::string cluster;
+  std::string user_agent_name;
+  std::string user_agent_version;
+  std::vector<std::string> client_features;
+  std::string locality_region;
+  std::string locality_zone;
+  std::string locality_sub_zone;
+  std::string metadata_json;  // Node.metadata (a Struct) as JSON; "{}" when unset
+};
+
+struct ObservedErrorDetail {
+  int code = 0;
+  std::string message;
+};
+
+// One DiscoveryRequest as the control plane received it.
+struct ObservedRequest {
+  int64_t stream = 0;
+  std::string type_url;
+  std::string version_info;
+  std::vector<std::string> resource_names;  // in the order the client sent them
+  std::string response_nonce;
+  std::optional<ObservedErrorDetail> error_detail;  // set on a NACK
+  std::optional<ObservedNode> node;                 // set only if the request carried a node
+};
+
+// Any line the control plane reported on its own.
+struct ObservedEvent {
+  // "stream_opened", "request", "response_sent", "stream_closed".
+  std::string kind;
+  int64_t stream = 0;
+  std::optional<ObservedRequest> request;  // kind == "request"
+  std::string json;                        // the whole event line
+};
+
+class FakeControlPlane {
+ public:
+  // Starts the control plane and waits until it listens. Fails the test and
+  // returns nullptr if it does not come up within options.start_timeout.
+  static std::unique_ptr<FakeControlPlane> Start(const FakeControlPlaneOptions& options = {});
+  // Closes the command channel (the process exits on that) and reaps it.
+  ~FakeControlPlane();
+  FakeControlPlane(const FakeControlPlane&) = delete;
+  FakeControlPlane& operator=(const FakeControlPlane&) = delete;
+
+  uint16_t port() const { return port_; }
+  std::string target() const { return "127.0.0.1:" + std::to_string(port_); }
+
+  // --- Commands ---------------------------------------------------------
+
+  // Sends a DiscoveryResponse; returns the nonce used ("" on failure).
+  std::string SendResponse(const ScriptedResponse& response);
+  // Writes arbitrary bytes as one gRPC message on the stream (a response
+  // that does not parse as a DiscoveryResponse).
+  bool SendRawMessage(const std::string& bytes, std::optional<int64_t> stream = std::nullopt);
+  // Ends the stream with a gRPC status (the server's trailers).
+  bool CloseStream(int code, const std::string& message,
+                   std::optional<int64_t> stream = std::nullopt);
+  bool CloseAllStreams(int code, const std::string& message);
+  // New connections are refused (the port stays reserved for us);
+  // established connections and streams carry on.
+  bool StopListening();
+  // Accepts connections on the same port again.
+  bool RestartListening();
+  // Cuts every TCP connection at once, without GOAWAY or RST_STREAM: what a
+  // client sees when the control plane crashes. Combine with StopListening()
+  // to keep it down.
+  bool DropAllConnections();
+
+  // Automatic answers (see the top of the file). An empty map is a valid
+  // state (every name of this type reads as absent). resource_errors are
+  // sent, like resources, for the requested names they name.
+  bool SetResources(const std::string& type_url,
+                    const std::map<std::string, ResponseResource>& resources,
+                    const std::string& version,
+                    const std::vector<ResourceErrorToSend>& resource_errors = {});
+  // Stops answering this type automatically (stored resources are dropped).
+  bool ClearResources(const std::string& type_url);
+  // Automatic answers for type_url ("" = every type) are not sent while
+  // ignoring (requests are still recorded); a timer-expiry test's server.
+  bool IgnoreRequests(bool ignore, const std::string& type_url = "");
+  // Automatic answers go out this long after the request that caused them.
+  bool DelayResponses(std::chrono::milliseconds delay);
+  // Ids of the streams open now, oldest first.
+  std::vector<int64_t> OpenStreams();
+
+  // Sends one JSON command line (without "id") and returns the reply line,
+  // or nullopt if the control plane did not answer. For commands the
+  // methods above do not cover and for testing errors of the protocol.
+  std::optional<std::string> RawCommand(const std::string& json_command);
+
+  // --- Observation ------------------------------------------------------
+
+  // The oldest request not yet returned by NextRequest whose type_url
+  // matches (any type if empty); requests of other types stay queued.
+  std::optional<ObservedRequest> NextRequest(std::chrono::milliseconds timeout,
+                                             const std::string& type_url = "");
+  // The oldest not-yet-returned request for which `match` is true; others
+  // stay queued. E.g. waiting for the ACK of a nonce.
+  template <typename Predicate>
+  std::optional<ObservedRequest> NextRequestMatching(std::chrono::milliseconds timeout,
+                                                     Predicate match);
+  // The next stream_opened / stream_closed event not yet returned by these;
+  // returns its stream id. WaitForStreamClosed with a stream waits for that one.
+  std::optional<int64_t> WaitForStreamOpened(std::chrono::milliseconds timeout);
+  std::optional<int64_t> WaitForStreamClosed(std::chrono::milliseconds timeout,
+                                             std::optional<int64_t> stream = std::nullopt);
+  // Every event seen so far, in order (reads what has arrived without waiting).
+  const std::vector<ObservedEvent>& events();
+  // Requests seen so far (returned by NextRequest or not), in order.
+  std::vector<ObservedRequest> AllRequests();
+
+ private:
+  FakeControlPlane(Subprocess process, int command_fd, uint16_t port);
+  // Reads one stdout line within `timeout`: an event is recorded and queued,
+  // a command reply is returned. nullopt on timeout, end of output or event.
+  std::optional<std::string> ReadLineAndDispatch(std::chrono::milliseconds timeout);
+  // Sends `{"id":N,<fields>}` and waits for the reply with id N, recording
+  // the events that arrive meanwhile. nullopt (and a test failure) if the
+  // control plane rejected the command or did not answer.
+  std::optional<std::string> Command(const std::string& fields);
+  std::optional<ObservedRequest> TakeRequest(std::chrono::milliseconds timeout,
+                                             bool (*match)(const ObservedRequest&, const void*),
+                                             const void* context);
+  std::optional<int64_t> TakeStreamEvent(std::vector<size_t>& pending,
+                                         std::chrono::milliseconds timeout,
+                                         std::optional<int64_t> stream);
+
+  Subprocess process_;
+  int command_fd_ = -1;  // our end of the command socket (the child reads the other)
+  uint16_t port_ = 0;
+  int64_t next_command_id_ = 1;
+  std::vector<ObservedEvent> events_;
+  // Indices into events_ of events not yet returned by the Next/Wait methods.
+  std::vector<size_t> pending_requests_;
+  std::vector<size_t> pending_opened_;
+  std::vector<size_t> pending_closed_;
+};
+
+template <typename Predicate>
+std::optional<ObservedRequest> FakeControlPlane::NextRequestMatching(
+    std::chrono::milliseconds timeout, Predicate match) {
+  return TakeRequest(
+      timeout,
+      [](const ObservedRequest& request, const void* context) {
+        return (*static_cast<const Predicate*>(context))(request);
+      },
+      &match);
+}
+
+}  // namespace uxds::testing
