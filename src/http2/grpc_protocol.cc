@@ -138,8 +138,7 @@ StatusCode StatusCodeFromHttpStatus(int http_status) {
 }
 
 Status StatusFromRstStream(uint32_t http2_error_code) {
-  std::string message =
-      "stream reset by peer with " + std::string(Http2ErrorName(http2_error_code));
+  std::string message = "stream reset with " + std::string(Http2ErrorName(http2_error_code));
   if (http2_error_code >= 14) message += " (" + std::to_string(http2_error_code) + ")";
   switch (http2_error_code) {
     case 7:  // REFUSED_STREAM: nothing was processed; the call may be retried.

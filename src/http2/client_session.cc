@@ -1,0 +1,135 @@
+#include "http2/client_session.h"
+
+#include <vector>
+
+#include "http2/client_call.h"
+#include "http2/grpc_protocol.h"
+
+#ifndef UXDS_VERSION
+#define UXDS_VERSION "dev"
+#endif
+
+namespace uxds::http2::detail {
+namespace {
+
+nghttp2_nv HeaderField(std::string_view name, std::string_view value) {
+  nghttp2_nv nv;
+  nv.name = reinterpret_cast<uint8_t*>(const_cast<char*>(name.data()));
+  nv.namelen = name.size();
+  nv.value = reinterpret_cast<uint8_t*>(const_cast<char*>(value.data()));
+  nv.valuelen = value.size();
+  nv.flags = NGHTTP2_NV_FLAG_NONE;  // nghttp2 copies both at submit time
+  return nv;
+}
+
+Http2SessionOptions SessionOptionsFor(const ClientConnectionOptions& options) {
+  Http2SessionOptions session;
+  session.max_receive_message_size = options.max_receive_message_size;
+  session.initial_stream_window_size = options.initial_stream_window_size;
+  session.max_header_list_size = options.max_metadata_size;
+  session.keepalive_time = options.keepalive_time;
+  session.keepalive_timeout = options.keepalive_timeout;
+  return session;
+}
+
+}  // namespace
+
+ClientSession::ClientSession(Loop& loop, std::unique_ptr<ByteStream> transport,
+                             const ClientConnectionOptions& options, bool secure)
+    : Http2Session(loop, std::move(transport), Role::kClient, SessionOptionsFor(options)),
+      client_options_(options),
+      scheme_(secure ? "https" : "http"),
+      // PROTOCOL-HTTP2 "User Agents": "grpc-" Language ["-" Variant] "/" Version.
+      user_agent_((options.user_agent_prefix.empty() ? "" : options.user_agent_prefix + " ") +
+                  "grpc-c++-uxds/" UXDS_VERSION) {}
+
+ClientSession::~ClientSession() {
+  // Normally empty: closing fails and forgets every call.
+  FailAllStreams(UnavailableError("connection to " + peer() + " destroyed"));
+}
+
+std::unique_ptr<ClientCall> ClientSession::StartCall(
+    std::string path, const Metadata& metadata, std::optional<Loop::Clock::time_point> deadline) {
+  std::unique_ptr<ClientCall> call(new ClientCall(this, std::move(path), deadline,
+                                                  client_options_.max_receive_message_size,
+                                                  client_options_.max_metadata_size));
+  if (!usable()) {
+    call->FailBeforeStart(UnavailableError(
+        closing() ? "connection to " + peer() + " is closed: " + close_reason().message()
+                  : "connection to " + peer() + " received GOAWAY; start the call elsewhere"));
+    return call;
+  }
+  if (Status valid = ValidateMetadataToSend(metadata); !valid.ok()) {
+    call->FailBeforeStart(std::move(valid));
+    return call;
+  }
+  std::string timeout;
+  if (deadline) {
+    const auto remaining = *deadline - Loop::Clock::now();
+    if (remaining <= Loop::Clock::duration::zero()) {
+      call->FailBeforeStart(
+          DeadlineExceededError("deadline exceeded before " + call->path() + " started"));
+      return call;
+    }
+    timeout = EncodeGrpcTimeout(remaining);
+  }
+
+  // PROTOCOL-HTTP2 Call-Definition, reserved headers first, then Timeout,
+  // then the rest of the call definition, then Custom-Metadata.
+  std::vector<nghttp2_nv> headers;
+  headers.reserve(10 + metadata.size());
+  headers.push_back(HeaderField(":method", "POST"));
+  headers.push_back(HeaderField(":scheme", scheme_));
+  headers.push_back(HeaderField(":path", call->path()));
+  headers.push_back(HeaderField(":authority", client_options_.authority));
+  if (!timeout.empty()) headers.push_back(HeaderField("grpc-timeout", timeout));
+  headers.push_back(HeaderField("te", "trailers"));
+  headers.push_back(HeaderField("content-type", "application/grpc"));
+  headers.push_back(HeaderField("user-agent", user_agent_));
+  headers.push_back(HeaderField("grpc-accept-encoding", "identity"));
+  std::vector<std::string> encoded;  // base64 of -bin values, alive until submit
+  encoded.reserve(metadata.size());
+  for (const auto& [key, value] : metadata) {
+    if (IsBinaryMetadataKey(key)) {
+      encoded.push_back(Base64Encode(value));
+      headers.push_back(HeaderField(key, encoded.back()));
+    } else {
+      headers.push_back(HeaderField(key, value));
+    }
+  }
+
+  const nghttp2_data_provider provider = StreamDataProvider();
+  Http2Stream* stream = call.get();
+  const int32_t stream_id =
+      nghttp2_submit_request(nghttp2(), nullptr, headers.data(), headers.size(), &provider, stream);
+  if (stream_id < 0) {
+    call->FailBeforeStart(UnavailableError("cannot start a stream on the connection to " + peer() +
+                                           ": " + nghttp2_strerror(stream_id)));
+    return call;
+  }
+  call->stream_id_ = stream_id;
+  calls_[stream_id] = call.get();
+  call->StartDeadlineTimer();
+  WakeWriter();
+  return call;
+}
+
+void ClientSession::ForgetCall(int32_t stream_id) { calls_.erase(stream_id); }
+
+void ClientSession::FailAllStreams(const Status& reason) {
+  std::unordered_map<int32_t, ClientCall*> calls;
+  calls.swap(calls_);
+  for (auto& [id, call] : calls) call->OnSessionClosed(reason);
+}
+
+void ClientSession::OnRequestNotSent(int32_t stream_id, int lib_error_code) {
+  auto it = calls_.find(stream_id);
+  if (it == calls_.end()) return;
+  ClientCall* call = it->second;
+  // Typically NGHTTP2_ERR_START_STREAM_NOT_ALLOWED after a GOAWAY: the server
+  // never saw the call, so it may be retried elsewhere.
+  call->OnRequestRefused(UnavailableError("call to " + call->path() + " was not sent to " + peer() +
+                                          ": " + nghttp2_strerror(lib_error_code)));
+}
+
+}  // namespace uxds::http2::detail

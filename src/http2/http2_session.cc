@@ -1,0 +1,404 @@
+#include "http2/http2_session.h"
+
+#include <algorithm>
+#include <cstring>
+#include <span>
+
+#include "http2/http2_stream.h"
+
+namespace uxds::http2::detail {
+namespace {
+
+constexpr size_t kReadBufferSize = 32 * 1024;
+// mem_send output is gathered up to this size before one transport write.
+constexpr size_t kWriteBatchSize = 64 * 1024;
+// We return connection-level credit as soon as bytes arrive, so this only
+// has to cover the bandwidth-delay product.
+constexpr int32_t kConnectionWindowSize = 16 * 1024 * 1024;
+
+std::string_view View(const uint8_t* data, size_t length) {
+  return std::string_view(reinterpret_cast<const char*>(data), length);
+}
+
+}  // namespace
+
+// nghttp2's C callbacks, with access to the session's and streams' insides.
+struct Http2SessionCallbacks {
+  static Http2Session* Self(void* user_data) { return static_cast<Http2Session*>(user_data); }
+  static Http2Stream* StreamOf(nghttp2_session* session, int32_t stream_id) {
+    return static_cast<Http2Stream*>(nghttp2_session_get_stream_user_data(session, stream_id));
+  }
+
+  static int OnBeginHeaders(nghttp2_session* session, const nghttp2_frame* frame, void* user_data) {
+    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) {
+      return 0;
+    }
+    Http2Stream* stream = Self(user_data)->OnBeginRequest(frame->hd.stream_id);
+    if (stream == nullptr) {
+      nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
+                                NGHTTP2_REFUSED_STREAM);
+      return 0;
+    }
+    stream->stream_id_ = frame->hd.stream_id;
+    nghttp2_session_set_stream_user_data(session, frame->hd.stream_id, stream);
+    return 0;
+  }
+
+  static int OnHeader(nghttp2_session* session, const nghttp2_frame* frame, const uint8_t* name,
+                      size_t name_length, const uint8_t* value, size_t value_length,
+                      uint8_t /*flags*/, void* /*user_data*/) {
+    if (frame->hd.type != NGHTTP2_HEADERS) return 0;
+    if (Http2Stream* stream = StreamOf(session, frame->hd.stream_id)) {
+      stream->OnHeader(frame->headers.cat, View(name, name_length), View(value, value_length));
+    }
+    return 0;
+  }
+
+  static int OnFrameRecv(nghttp2_session* session, const nghttp2_frame* frame, void* user_data) {
+    Http2Session* self = Self(user_data);
+    switch (frame->hd.type) {
+      case NGHTTP2_HEADERS:
+        if (Http2Stream* stream = StreamOf(session, frame->hd.stream_id)) {
+          stream->OnHeadersComplete(frame->headers.cat,
+                                    (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0);
+        }
+        break;
+      case NGHTTP2_DATA:
+        if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0) {
+          if (Http2Stream* stream = StreamOf(session, frame->hd.stream_id)) {
+            stream->OnDataEndStream();
+          }
+        }
+        break;
+      case NGHTTP2_SETTINGS:
+        if ((frame->hd.flags & NGHTTP2_FLAG_ACK) == 0 && !self->settings_received_) {
+          self->settings_received_ = true;
+          self->state_changed_.NotifyAll();
+        }
+        break;
+      case NGHTTP2_PING:
+        if ((frame->hd.flags & NGHTTP2_FLAG_ACK) != 0) self->OnPingAck(frame->ping.opaque_data);
+        break;
+      case NGHTTP2_GOAWAY:
+        self->goaway_received_ = true;
+        self->goaway_last_stream_id_ = frame->goaway.last_stream_id;
+        self->goaway_error_code_ = frame->goaway.error_code;
+        self->OnGoAwayReceived();
+        self->state_changed_.NotifyAll();
+        break;
+      default:
+        break;
+    }
+    return 0;
+  }
+
+  static int OnDataChunkRecv(nghttp2_session* session, uint8_t /*flags*/, int32_t stream_id,
+                             const uint8_t* data, size_t length, void* /*user_data*/) {
+    // Connection credit goes back at once: only stream windows push back.
+    nghttp2_session_consume_connection(session, length);
+    if (Http2Stream* stream = StreamOf(session, stream_id)) {
+      stream->OnData(data, length);
+    } else {
+      nghttp2_session_consume_stream(session, stream_id, length);
+    }
+    return 0;
+  }
+
+  static int OnStreamClose(nghttp2_session* session, int32_t stream_id, uint32_t error_code,
+                           void* user_data) {
+    if (Http2Stream* stream = StreamOf(session, stream_id)) {
+      nghttp2_session_set_stream_user_data(session, stream_id, nullptr);
+      stream->stream_closed_ = true;
+      stream->write_cond_.NotifyAll();
+      stream->OnStreamClose(error_code);  // may destroy the stream
+    }
+    Self(user_data)->OnAnyStreamClosed();
+    return 0;
+  }
+
+  static int OnFrameSend(nghttp2_session* session, const nghttp2_frame* frame,
+                         void* /*user_data*/) {
+    if (frame->hd.type == NGHTTP2_HEADERS && (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0) {
+      if (Http2Stream* stream = StreamOf(session, frame->hd.stream_id)) {
+        stream->OnFinalHeadersSent();
+      }
+    }
+    return 0;
+  }
+
+  static int OnFrameNotSend(nghttp2_session* /*session*/, const nghttp2_frame* frame,
+                            int lib_error_code, void* user_data) {
+    if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
+      Self(user_data)->OnRequestNotSent(frame->hd.stream_id, lib_error_code);
+    }
+    return 0;
+  }
+
+  static int OnError(nghttp2_session* /*session*/, int /*lib_error_code*/, const char* message,
+                     size_t length, void* user_data) {
+    Self(user_data)->last_protocol_error_.assign(message, length);
+    return 0;
+  }
+
+  static ssize_t ReadData(nghttp2_session* session, int32_t stream_id, uint8_t* buf, size_t length,
+                          uint32_t* data_flags, nghttp2_data_source* /*source*/,
+                          void* /*user_data*/) {
+    Http2Stream* stream = StreamOf(session, stream_id);
+    // A stream whose owner went away: it is being reset anyway.
+    if (stream == nullptr) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    return stream->ReadSendData(buf, length, data_flags);
+  }
+};
+
+Http2Session::Http2Session(Loop& loop, std::unique_ptr<ByteStream> transport, Role role,
+                           const Http2SessionOptions& options)
+    : loop_(loop),
+      transport_(std::move(transport)),
+      role_(role),
+      options_(options),
+      peer_(transport_->PeerName()),
+      tasks_(loop),
+      writer_cond_(loop),
+      state_changed_(loop),
+      ping_cond_(loop),
+      closed_event_(loop),
+      linger_timer_(loop) {}
+
+Http2Session::~Http2Session() {
+  linger_timer_.Cancel();
+  if (session_ != nullptr) nghttp2_session_del(session_);
+}
+
+nghttp2_data_provider Http2Session::StreamDataProvider() {
+  nghttp2_data_provider provider{};
+  provider.source.ptr = nullptr;
+  provider.read_callback = &Http2SessionCallbacks::ReadData;
+  return provider;
+}
+
+Status Http2Session::Start() {
+  nghttp2_session_callbacks* callbacks = nullptr;
+  if (nghttp2_session_callbacks_new(&callbacks) != 0) {
+    return InternalError("nghttp2_session_callbacks_new: out of memory");
+  }
+  using C = Http2SessionCallbacks;
+  nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, &C::OnBeginHeaders);
+  nghttp2_session_callbacks_set_on_header_callback(callbacks, &C::OnHeader);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, &C::OnFrameRecv);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, &C::OnDataChunkRecv);
+  nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, &C::OnStreamClose);
+  nghttp2_session_callbacks_set_on_frame_send_callback(callbacks, &C::OnFrameSend);
+  nghttp2_session_callbacks_set_on_frame_not_send_callback(callbacks, &C::OnFrameNotSend);
+  nghttp2_session_callbacks_set_error_callback2(callbacks, &C::OnError);
+
+  nghttp2_option* option = nullptr;
+  if (nghttp2_option_new(&option) != 0) {
+    nghttp2_session_callbacks_del(callbacks);
+    return InternalError("nghttp2_option_new: out of memory");
+  }
+  // We return window credit ourselves, as the application reads.
+  nghttp2_option_set_no_auto_window_update(option, 1);
+  // PROTOCOL-HTTP2: a value with leading or trailing whitespace "may be
+  // stripped"; it must not fail the call.
+  nghttp2_option_set_no_rfc9113_leading_and_trailing_ws_validation(option, 1);
+
+  const int rv = role_ == Role::kClient
+                     ? nghttp2_session_client_new2(&session_, callbacks, this, option)
+                     : nghttp2_session_server_new2(&session_, callbacks, this, option);
+  nghttp2_option_del(option);
+  nghttp2_session_callbacks_del(callbacks);
+  if (rv != 0) return InternalError(std::string("nghttp2 session: ") + nghttp2_strerror(rv));
+
+  std::vector<nghttp2_settings_entry> settings = {
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, options_.initial_stream_window_size},
+      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, options_.max_header_list_size},
+  };
+  if (role_ == Role::kClient) settings.push_back({NGHTTP2_SETTINGS_ENABLE_PUSH, 0});
+  if (options_.max_concurrent_streams > 0) {
+    settings.push_back({NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, options_.max_concurrent_streams});
+  }
+  int err = nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings.data(), settings.size());
+  if (err == 0) {
+    err = nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0,
+                                                kConnectionWindowSize);
+  }
+  if (err != 0) return InternalError(std::string("nghttp2 SETTINGS: ") + nghttp2_strerror(err));
+
+  tasks_.Spawn(ReadLoop());
+  tasks_.Spawn(WriteLoop());
+  if (options_.keepalive_time.count() > 0) tasks_.Spawn(KeepaliveLoop());
+  return OkStatus();
+}
+
+void Http2Session::BeginClose(Status reason, uint32_t goaway_error_code) {
+  if (closing_) return;
+  closing_ = true;
+  close_reason_ = std::move(reason);
+  if (session_ != nullptr) nghttp2_session_terminate_session(session_, goaway_error_code);
+  FailAllStreams(close_reason_);
+  state_changed_.NotifyAll();
+  ping_cond_.NotifyAll();
+  linger_timer_.Start(kCloseLinger, [this] { CloseNow(close_reason_); });
+  WakeWriter();
+}
+
+void Http2Session::CloseNow(Status reason) {
+  if (closed_) return;
+  closed_ = true;
+  if (!closing_) {
+    closing_ = true;
+    close_reason_ = std::move(reason);
+    FailAllStreams(close_reason_);
+  }
+  linger_timer_.Cancel();
+  transport_->Close();
+  tasks_.Cancel();
+  state_changed_.NotifyAll();
+  ping_cond_.NotifyAll();
+  closed_event_.Set();
+}
+
+Status Http2Session::SessionEndReason() const {
+  if (closing_) return close_reason_;
+  if (!end_reason_.ok()) return end_reason_;
+  if (goaway_received_) {
+    return UnavailableError("connection to " + peer_ + " ended after GOAWAY (error code " +
+                            std::to_string(goaway_error_code_) + ")");
+  }
+  if (!last_protocol_error_.empty()) {
+    return UnavailableError("HTTP/2 protocol error on the connection with " + peer_ + ": " +
+                            last_protocol_error_);
+  }
+  return UnavailableError("connection to " + peer_ + " closed");
+}
+
+Task<void> Http2Session::ReadLoop() {
+  std::unique_ptr<uint8_t[]> buffer(new uint8_t[kReadBufferSize]);
+  while (!closed_) {
+    StatusOr<size_t> n = co_await transport_->Read(std::span(buffer.get(), kReadBufferSize));
+    if (closed_) co_return;
+    if (!n.ok()) {
+      CloseNow(UnavailableError("read from " + peer_ + " failed: " + n.status().message()));
+      co_return;
+    }
+    if (*n == 0) {
+      Status reason = UnavailableError("connection closed by " + peer_);
+      if (closing_ || goaway_received_ || !end_reason_.ok()) reason = SessionEndReason();
+      CloseNow(std::move(reason));
+      co_return;
+    }
+    const ssize_t rv = nghttp2_session_mem_recv(session_, buffer.get(), *n);
+    if (closed_) co_return;
+    if (rv < 0) {
+      std::string what = nghttp2_strerror(static_cast<int>(rv));
+      if (!last_protocol_error_.empty()) what += " (" + last_protocol_error_ + ")";
+      // nghttp2 has not always queued a GOAWAY for this (e.g. a bad preface).
+      BeginClose(UnavailableError("HTTP/2 protocol error from " + peer_ + ": " + what),
+                 NGHTTP2_PROTOCOL_ERROR);
+      co_return;
+    }
+    WakeWriter();
+  }
+}
+
+Task<void> Http2Session::WriteLoop() {
+  std::string batch;
+  while (!closed_) {
+    batch.clear();
+    while (batch.size() < kWriteBatchSize) {
+      const uint8_t* data = nullptr;
+      const ssize_t n = nghttp2_session_mem_send(session_, &data);
+      if (n < 0) {
+        CloseNow(InternalError(std::string("HTTP/2 send failed: ") +
+                               nghttp2_strerror(static_cast<int>(n))));
+        co_return;
+      }
+      if (n == 0) break;
+      batch.append(reinterpret_cast<const char*>(data), static_cast<size_t>(n));
+    }
+    if (closed_) co_return;
+    if (!batch.empty()) {
+      Status status = co_await transport_->Write(
+          std::span(reinterpret_cast<const uint8_t*>(batch.data()), batch.size()));
+      if (closed_) co_return;
+      if (!status.ok()) {
+        CloseNow(UnavailableError("write to " + peer_ + " failed: " + status.message()));
+        co_return;
+      }
+      continue;
+    }
+    if (nghttp2_session_want_read(session_) == 0 && nghttp2_session_want_write(session_) == 0) {
+      // Every frame is out and nghttp2 expects nothing more: GOAWAY was
+      // exchanged and no stream is left, or the session was terminated.
+      const Status reason = SessionEndReason();
+      if (!linger_timer_.pending())
+        linger_timer_.Start(kCloseLinger, [this, reason] { CloseNow(reason); });
+      (void)co_await transport_->ShutdownWrite();  // TLS close_notify, TCP FIN
+      CloseNow(reason);
+      co_return;
+    }
+    if (!(co_await writer_cond_.Wait()).ok()) co_return;
+  }
+}
+
+Task<void> Http2Session::KeepaliveLoop() {
+  while (!closing_) {
+    if (!(co_await SleepFor(loop_, options_.keepalive_time)).ok()) co_return;
+    if (closing_) co_return;
+    Status status = co_await Ping(options_.keepalive_timeout);
+    if (closing_ || status.code() == StatusCode::kCancelled) co_return;
+    if (!status.ok()) {
+      // PROTOCOL-HTTP2: an expired client PING closes every call UNAVAILABLE.
+      CloseNow(UnavailableError("keepalive: " + peer_ + " did not acknowledge a PING within " +
+                                std::to_string(options_.keepalive_timeout.count()) + " ms"));
+      co_return;
+    }
+  }
+}
+
+Task<Status> Http2Session::Ping(std::chrono::nanoseconds timeout) {
+  if (closing_) co_return UnavailableError("connection is closed: " + close_reason_.message());
+  const uint64_t id = ++next_ping_id_;
+  uint8_t opaque[8];
+  std::memcpy(opaque, &id, sizeof opaque);
+  if (nghttp2_submit_ping(session_, NGHTTP2_FLAG_NONE, opaque) != 0) {
+    co_return InternalError("nghttp2_submit_ping failed");
+  }
+  pending_pings_.push_back(id);
+  WakeWriter();
+  auto is_pending = [this, id] {
+    return std::find(pending_pings_.begin(), pending_pings_.end(), id) != pending_pings_.end();
+  };
+  bool timed_out = false;
+  Timer timer(loop_);
+  timer.Start(timeout, [this, &timed_out] {
+    timed_out = true;
+    ping_cond_.NotifyAll();
+  });
+  Status waited;
+  while (is_pending() && !timed_out && !closing_ && waited.ok())
+    waited = co_await ping_cond_.Wait();
+  const bool acked = !is_pending();
+  std::erase(pending_pings_, id);
+  if (acked) co_return OkStatus();
+  if (!waited.ok()) co_return waited;
+  if (closing_) co_return UnavailableError("connection closed: " + close_reason_.message());
+  co_return DeadlineExceededError("PING to " + peer_ + " not acknowledged within " +
+                                  std::to_string(timeout.count() / 1000000) + " ms");
+}
+
+void Http2Session::OnPingAck(const uint8_t opaque[8]) {
+  uint64_t id = 0;
+  std::memcpy(&id, opaque, sizeof id);
+  auto it = std::find(pending_pings_.begin(), pending_pings_.end(), id);
+  if (it == pending_pings_.end()) return;
+  pending_pings_.erase(it);
+  ++pings_acked_;
+  ping_cond_.NotifyAll();
+}
+
+Http2Stream* Http2Session::OnBeginRequest(int32_t /*stream_id*/) { return nullptr; }
+
+void Http2Session::OnRequestNotSent(int32_t /*stream_id*/, int /*lib_error_code*/) {}
+
+}  // namespace uxds::http2::detail

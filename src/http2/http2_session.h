@@ -1,0 +1,161 @@
+// Http2Session: one HTTP/2 connection on nghttp2, driven by coroutines.
+//
+// Three tasks per connection, all in the session's TaskGroup:
+//   reader     ByteStream::Read -> nghttp2_session_mem_recv
+//   writer     nghttp2_session_mem_send -> ByteStream::Write, woken on demand
+//   keepalive  PING every keepalive_time (when enabled)
+// nghttp2 callbacks run inside mem_recv / mem_send and only record state on
+// the streams and wake waiters (AsyncCondition resumes on a later loop turn),
+// so no application code ever runs inside nghttp2.
+//
+// Closing has two steps: BeginClose() fails every stream at once and queues
+// GOAWAY; the writer flushes it and CloseNow() closes the transport and
+// cancels the tasks. A linger timer bounds the flush for a peer that stopped
+// reading. The owner then awaits JoinTasks().
+#pragma once
+
+#include <nghttp2/nghttp2.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "http2/async_condition.h"
+#include "http2/grpc_framing.h"
+#include "runtime/byte_stream.h"
+#include "uxds/loop.h"
+#include "uxds/status.h"
+#include "uxds/task.h"
+
+namespace uxds::http2::detail {
+
+class Http2Stream;
+
+// Stream flow-control window we advertise: the most a peer may send on one
+// stream before the application reads.
+inline constexpr uint32_t kDefaultStreamWindowSize = 256 * 1024;
+// SETTINGS_MAX_HEADER_LIST_SIZE we advertise and enforce (gRPC's hard limit
+// on received metadata is 16 KiB by default).
+inline constexpr uint32_t kDefaultMaxHeaderListSize = 16 * 1024;
+// How long a closing connection may take to flush its final frames.
+inline constexpr std::chrono::milliseconds kCloseLinger{1000};
+
+struct Http2SessionOptions {
+  size_t max_receive_message_size = kDefaultMaxReceiveMessageSize;
+  uint32_t initial_stream_window_size = kDefaultStreamWindowSize;
+  uint32_t max_header_list_size = kDefaultMaxHeaderListSize;
+  uint32_t max_concurrent_streams = 0;          // 0: not advertised (clients)
+  std::chrono::milliseconds keepalive_time{0};  // 0: no keepalive PINGs
+  std::chrono::milliseconds keepalive_timeout{20000};
+};
+
+class Http2Session {
+ public:
+  enum class Role { kClient, kServer };
+
+  Http2Session(Loop& loop, std::unique_ptr<ByteStream> transport, Role role,
+               const Http2SessionOptions& options);
+  // The tasks must have been joined (JoinTasks()).
+  virtual ~Http2Session();
+  Http2Session(const Http2Session&) = delete;
+  Http2Session& operator=(const Http2Session&) = delete;
+
+  // Creates the nghttp2 session, queues our SETTINGS and starts the tasks.
+  Status Start();
+
+  Loop& loop() const { return loop_; }
+  nghttp2_session* nghttp2() const { return session_; }
+  const Http2SessionOptions& options() const { return options_; }
+  const std::string& peer() const { return peer_; }
+  Role role() const { return role_; }
+
+  // Makes the writer run mem_send again (after a submit or resume).
+  void WakeWriter() { writer_cond_.NotifyAll(); }
+
+  // Starts closing: fails every stream with `reason`, queues GOAWAY with
+  // `goaway_error_code` (unless GOAWAY handling already ended the session)
+  // and closes once it is flushed. Idempotent: the first reason stays.
+  void BeginClose(Status reason, uint32_t goaway_error_code);
+  // Closes the transport now and cancels the tasks.
+  void CloseNow(Status reason);
+  bool closing() const { return closing_; }
+  bool closed() const { return closed_; }
+  // Why the connection closed (or is closing); OK while open.
+  const Status& close_reason() const { return close_reason_; }
+  Event& closed_event() { return closed_event_; }
+
+  bool settings_received() const { return settings_received_; }
+  bool goaway_received() const { return goaway_received_; }
+  int32_t goaway_last_stream_id() const { return goaway_last_stream_id_; }
+  uint64_t pings_acked() const { return pings_acked_; }
+  // Notified when SETTINGS or GOAWAY arrive and when the session closes.
+  AsyncCondition& state_changed() { return state_changed_; }
+
+  // Sends a PING and waits for its ACK: OK, DEADLINE_EXCEEDED after
+  // `timeout`, UNAVAILABLE if the connection closes, CANCELLED.
+  Task<Status> Ping(std::chrono::nanoseconds timeout);
+
+  // The DATA source for a stream's request or response body: pulls from the
+  // stream's outgoing buffer (Http2Stream::ReadSendData).
+  static nghttp2_data_provider StreamDataProvider();
+
+  // Spawns `task` into the session's group (cancelled when it closes).
+  void SpawnTask(Task<void> task) { tasks_.Spawn(std::move(task)); }
+  Task<void> JoinTasks() { co_await tasks_.Join(); }
+  bool tasks_done() const { return tasks_.size() == 0; }
+
+ protected:
+  // Server: a request's HEADERS began on a new stream; returns the stream
+  // object (owned by the subclass) or nullptr to refuse it.
+  virtual Http2Stream* OnBeginRequest(int32_t stream_id);
+  // Client: nghttp2 dropped a request before its HEADERS went out.
+  virtual void OnRequestNotSent(int32_t stream_id, int lib_error_code);
+  virtual void OnGoAwayReceived() {}
+  // A stream closed (after its object was told).
+  virtual void OnAnyStreamClosed() {}
+  // Fail every live stream: the connection is gone. Called once.
+  virtual void FailAllStreams(const Status& reason) = 0;
+  // The reason reported when nghttp2 ends the session on its own terms
+  // (GOAWAY exchanged, no streams left), e.g. "drained".
+  void set_end_reason(Status reason) { end_reason_ = std::move(reason); }
+
+ private:
+  friend struct Http2SessionCallbacks;
+
+  Task<void> ReadLoop();
+  Task<void> WriteLoop();
+  Task<void> KeepaliveLoop();
+  Status SessionEndReason() const;
+  void OnPingAck(const uint8_t opaque[8]);
+
+  Loop& loop_;
+  std::unique_ptr<ByteStream> transport_;
+  const Role role_;
+  const Http2SessionOptions options_;
+  const std::string peer_;
+  nghttp2_session* session_ = nullptr;
+  TaskGroup tasks_;
+  AsyncCondition writer_cond_;
+  AsyncCondition state_changed_;
+  AsyncCondition ping_cond_;
+  Event closed_event_;
+  Timer linger_timer_;
+
+  bool closing_ = false;
+  bool closed_ = false;
+  Status close_reason_;
+  bool settings_received_ = false;
+  bool goaway_received_ = false;
+  int32_t goaway_last_stream_id_ = 0;
+  uint32_t goaway_error_code_ = 0;
+  std::string last_protocol_error_;
+  Status end_reason_;
+  uint64_t next_ping_id_ = 0;
+  uint64_t pings_acked_ = 0;
+  std::vector<uint64_t> pending_pings_;
+};
+
+}  // namespace uxds::http2::detail

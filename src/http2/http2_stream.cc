@@ -1,0 +1,125 @@
+#include "http2/http2_stream.h"
+
+#include <nghttp2/nghttp2.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "http2/http2_session.h"
+
+namespace uxds::http2::detail {
+
+Http2Stream::Http2Stream(Http2Session* session, size_t max_receive_message_size)
+    : loop_(session->loop()),
+      session_(session),
+      deframer_(max_receive_message_size),
+      read_cond_(session->loop()),
+      write_cond_(session->loop()) {}
+
+Http2Stream::~Http2Stream() = default;
+
+void Http2Stream::OnSendEnd(uint32_t* data_flags) { *data_flags |= NGHTTP2_DATA_FLAG_EOF; }
+
+void Http2Stream::QueueMessage(std::string_view message) {
+  AppendGrpcFrame(send_buffer_, message);
+  if (session_ != nullptr && !stream_closed_) {
+    // Fails harmlessly when the DATA source is not deferred (already queued).
+    nghttp2_session_resume_data(session_->nghttp2(), stream_id_);
+    session_->WakeWriter();
+  }
+}
+
+void Http2Stream::EndSending() {
+  if (send_ended_) return;
+  send_ended_ = true;
+  if (session_ != nullptr && !stream_closed_) {
+    nghttp2_session_resume_data(session_->nghttp2(), stream_id_);
+    session_->WakeWriter();
+  }
+}
+
+void Http2Stream::DiscardSendBuffer() {
+  send_buffer_.clear();
+  send_offset_ = 0;
+}
+
+std::string Http2Stream::PopReceivedMessage() {
+  std::string message = std::move(received_.front());
+  received_.pop_front();
+  received_bytes_ -= message.size() + kGrpcFrameHeaderSize;
+  ReturnCredit();
+  return message;
+}
+
+void Http2Stream::DiscardReceived() {
+  received_.clear();
+  received_bytes_ = 0;
+  ReturnCredit();
+}
+
+void Http2Stream::ResetStream(uint32_t error_code) {
+  if (session_ == nullptr || stream_closed_ || stream_id_ <= 0 || session_->closing()) return;
+  nghttp2_submit_rst_stream(session_->nghttp2(), NGHTTP2_FLAG_NONE, stream_id_, error_code);
+  session_->WakeWriter();
+}
+
+void Http2Stream::DetachFromNghttp2() {
+  if (session_ == nullptr || stream_closed_ || stream_id_ <= 0) return;
+  nghttp2_session_set_stream_user_data(session_->nghttp2(), stream_id_, nullptr);
+}
+
+void Http2Stream::OnData(const uint8_t* data, size_t length) {
+  uncredited_bytes_ += length;
+  if (deframer_.error().ok()) {
+    const size_t before = received_.size();
+    Status status =
+        deframer_.Feed(std::string_view(reinterpret_cast<const char*>(data), length), received_);
+    for (size_t i = before; i < received_.size(); ++i) {
+      received_bytes_ += received_[i].size() + kGrpcFrameHeaderSize;
+    }
+    if (received_.size() > before) read_cond_.NotifyAll();
+    if (!status.ok()) {
+      ReturnCredit();
+      OnReceiveError(std::move(status));
+      return;
+    }
+  }
+  ReturnCredit();
+}
+
+void Http2Stream::ReturnCredit() {
+  if (uncredited_bytes_ == 0 || session_ == nullptr || stream_closed_ || stream_id_ <= 0) return;
+  // Hold the window back while a window's worth of messages is unread: the
+  // peer then stops sending on this stream until the application catches up.
+  if (received_bytes_ >= session_->options().initial_stream_window_size && deframer_.error().ok()) {
+    return;
+  }
+  nghttp2_session_consume_stream(session_->nghttp2(), stream_id_, uncredited_bytes_);
+  uncredited_bytes_ = 0;
+  session_->WakeWriter();
+}
+
+ssize_t Http2Stream::ReadSendData(uint8_t* buf, size_t length, uint32_t* data_flags) {
+  const size_t pending = send_pending();
+  if (pending == 0) {
+    if (!send_ended_) return NGHTTP2_ERR_DEFERRED;
+    OnSendEnd(data_flags);
+    return 0;
+  }
+  const size_t n = std::min(length, pending);
+  std::memcpy(buf, send_buffer_.data() + send_offset_, n);
+  send_offset_ += n;
+  if (send_offset_ == send_buffer_.size()) {
+    send_buffer_.clear();
+    send_offset_ = 0;
+  } else if (send_offset_ >= kSendBufferHighWater && send_offset_ * 2 >= send_buffer_.size()) {
+    // Keep a long-lived stream's buffer from growing without bound.
+    send_buffer_.erase(0, send_offset_);
+    send_offset_ = 0;
+  }
+  if (send_pending() <= kSendBufferHighWater) write_cond_.NotifyAll();
+  if (send_pending() == 0 && send_ended_) OnSendEnd(data_flags);
+  return static_cast<ssize_t>(n);
+}
+
+}  // namespace uxds::http2::detail

@@ -1,0 +1,109 @@
+// Http2Stream: what client and server calls share about one HTTP/2 stream —
+// the outgoing byte buffer that nghttp2 pulls DATA from, and the incoming
+// gRPC messages with receive flow control.
+//
+// Flow control: automatic WINDOW_UPDATE is off. The connection window is
+// returned as soon as bytes arrive (so one slow stream cannot stall the
+// others), the stream window only while fewer than a window's worth of
+// complete messages wait for the application. A reader that stops reading
+// therefore stops its peer after about two windows: that is the backpressure.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <string_view>
+
+#include "http2/async_condition.h"
+#include "http2/grpc_framing.h"
+#include "uxds/status.h"
+
+namespace uxds::http2::detail {
+
+class Http2Session;
+
+// Write() returns once at most this many bytes of the stream are still
+// waiting for nghttp2 (and so for the peer's flow-control window).
+inline constexpr size_t kSendBufferHighWater = 64 * 1024;
+
+class Http2Stream {
+ public:
+  Http2Stream(const Http2Stream&) = delete;
+  Http2Stream& operator=(const Http2Stream&) = delete;
+
+  int32_t stream_id() const { return stream_id_; }
+
+ protected:
+  Http2Stream(Http2Session* session, size_t max_receive_message_size);
+  virtual ~Http2Stream();
+
+  // --- Events from nghttp2 callbacks. Implementations record state and wake
+  // waiters; they never run application code.
+  virtual void OnHeader(uint8_t category, std::string_view name, std::string_view value) = 0;
+  virtual void OnHeadersComplete(uint8_t category, bool end_stream) = 0;
+  // END_STREAM on a DATA frame.
+  virtual void OnDataEndStream() = 0;
+  // The deframer rejected the incoming bytes (oversize, compressed).
+  virtual void OnReceiveError(Status status) = 0;
+  // nghttp2 closed the stream; `error_code` is the RST_STREAM code (0 for a
+  // normal close). The object may be destroyed inside this call.
+  virtual void OnStreamClose(uint32_t error_code) = 0;
+  // The connection is gone; `session_` is about to be cleared.
+  virtual void OnSessionClosed(const Status& reason) = 0;
+  // The outgoing buffer is empty and EndSending() was called: sets the
+  // DATA flags of the last frame (default: END_STREAM).
+  virtual void OnSendEnd(uint32_t* data_flags);
+  // A HEADERS frame with END_STREAM went out on this stream.
+  virtual void OnFinalHeadersSent() {}
+
+  // --- For subclasses.
+  // Frames `message` into the outgoing buffer and lets nghttp2 pull it.
+  void QueueMessage(std::string_view message);
+  // No more messages: END_STREAM (or trailers) once the buffer drains.
+  void EndSending();
+  size_t send_pending() const { return send_buffer_.size() - send_offset_; }
+  void DiscardSendBuffer();
+
+  bool has_received_message() const { return !received_.empty(); }
+  // Takes the next complete message and returns its bytes to the stream's
+  // flow-control window.
+  std::string PopReceivedMessage();
+  void DiscardReceived();
+  size_t received_bytes() const { return received_bytes_; }
+
+  // RST_STREAM with `error_code` if nghttp2 still has the stream open.
+  void ResetStream(uint32_t error_code);
+  // Clears the nghttp2 stream's pointer to us (before we go away).
+  void DetachFromNghttp2();
+  // Called by the session's DATA source callback.
+  ssize_t ReadSendData(uint8_t* buf, size_t length, uint32_t* data_flags);
+
+  Loop& loop_;
+  Http2Session* session_;  // null once the connection is gone
+  int32_t stream_id_ = -1;
+  bool stream_closed_ = false;  // nghttp2 closed the stream, or it never opened
+  bool send_ended_ = false;     // EndSending() called
+  GrpcDeframer deframer_;
+  // Woken when a message or the end of the call arrives.
+  AsyncCondition read_cond_;
+  // Woken when the outgoing buffer drains below the high-water mark, or the
+  // stream ends.
+  AsyncCondition write_cond_;
+
+ private:
+  friend class Http2Session;
+  friend struct Http2SessionCallbacks;
+  void OnData(const uint8_t* data, size_t length);
+  void ReturnCredit();
+
+  std::string send_buffer_;
+  size_t send_offset_ = 0;
+  std::deque<std::string> received_;
+  size_t received_bytes_ = 0;    // framed size of the messages in received_
+  size_t uncredited_bytes_ = 0;  // received but not yet returned to the window
+};
+
+}  // namespace uxds::http2::detail

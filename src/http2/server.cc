@@ -1,0 +1,87 @@
+#include "http2/server.h"
+
+#include "tls/tls_stream.h"
+
+namespace uxds::http2 {
+namespace {
+
+// Accept errors other than cancellation (EMFILE, ENFILE, ENOBUFS) are
+// retried after this pause instead of spinning.
+constexpr std::chrono::milliseconds kAcceptRetryDelay{10};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Server>> Server::Listen(Loop& loop, const SocketAddress& address,
+                                                 std::shared_ptr<const ServiceRegistry> registry,
+                                                 ServerOptions options) {
+  StatusOr<std::unique_ptr<TcpListener>> listener = TcpListener::Bind(loop, address);
+  if (!listener.ok()) return listener.status();
+  return std::unique_ptr<Server>(
+      new Server(loop, std::move(*listener), std::move(registry), std::move(options)));
+}
+
+Server::Server(Loop& loop, std::unique_ptr<TcpListener> listener,
+               std::shared_ptr<const ServiceRegistry> registry, ServerOptions options)
+    : loop_(loop),
+      listener_(std::move(listener)),
+      registry_(std::move(registry)),
+      options_(std::move(options)),
+      connections_(loop) {}
+
+Server::~Server() = default;
+
+Task<void> Server::Serve() {
+  while (!drain_grace_) {
+    StatusOr<std::unique_ptr<TcpSocket>> socket = co_await listener_->Accept();
+    if (drain_grace_) break;
+    if (!socket.ok()) {
+      if (socket.status().code() == StatusCode::kCancelled) break;
+      if (!(co_await SleepFor(loop_, kAcceptRetryDelay)).ok()) break;
+      continue;
+    }
+    connections_.Spawn(ServeConnection(std::move(*socket)));
+  }
+  if (!drain_grace_) {
+    // Our task was cancelled, not shut down: end every connection now.
+    listener_->Close();
+    connections_.Cancel();
+  }
+  co_await connections_.Join();
+}
+
+Task<void> Server::ServeConnection(std::unique_ptr<TcpSocket> socket) {
+  std::unique_ptr<ByteStream> transport = std::move(socket);
+  if (options_.tls) {
+    StatusOr<std::unique_ptr<TlsStream>> tls =
+        co_await TlsStream::Accept(std::move(transport), options_.tls, options_.handshake_timeout);
+    if (!tls.ok()) co_return;  // the handshake failed: nothing to serve
+    const std::string alpn = (*tls)->negotiated_alpn();
+    if (!alpn.empty() && alpn != "h2") {
+      (*tls)->Close();
+      co_return;
+    }
+    transport = std::move(*tls);
+  }
+  std::unique_ptr<ServerConnection> connection =
+      ServerConnection::Create(loop_, std::move(transport), registry_, options_);
+  live_.insert(connection.get());
+  // Accepted while shutting down: tell the client with a GOAWAY.
+  if (drain_grace_) connection->Drain(*drain_grace_);
+  co_await connection->Serve();
+  live_.erase(connection.get());
+}
+
+Task<void> Server::Shutdown(std::chrono::milliseconds grace) {
+  if (!drain_grace_) {
+    drain_grace_ = grace;
+    listener_->Close();
+    for (ServerConnection* connection : live_) connection->Drain(grace);
+  }
+  // Drains end themselves after `grace`; this bounds TLS handshakes still in
+  // progress and peers that stop reading during the final flush.
+  Timer backstop(loop_);
+  backstop.Start(grace + 2 * detail::kCloseLinger, [this] { connections_.Cancel(); });
+  co_await connections_.Join();
+}
+
+}  // namespace uxds::http2

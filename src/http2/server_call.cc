@@ -1,0 +1,282 @@
+#include "http2/server_call.h"
+
+#include <nghttp2/nghttp2.h>
+
+#include "http2/grpc_protocol.h"
+#include "http2/server_session.h"
+
+namespace uxds::http2 {
+namespace {
+
+using HeaderFields = std::vector<std::pair<std::string, std::string>>;
+
+std::vector<nghttp2_nv> ToNv(const HeaderFields& fields) {
+  std::vector<nghttp2_nv> nva;
+  nva.reserve(fields.size());
+  for (const auto& [name, value] : fields) {
+    nghttp2_nv nv;
+    nv.name = reinterpret_cast<uint8_t*>(const_cast<char*>(name.data()));
+    nv.namelen = name.size();
+    nv.value = reinterpret_cast<uint8_t*>(const_cast<char*>(value.data()));
+    nv.valuelen = value.size();
+    nv.flags = NGHTTP2_NV_FLAG_NONE;  // nghttp2 copies both at submit time
+    nva.push_back(nv);
+  }
+  return nva;
+}
+
+}  // namespace
+
+ServerCall::ServerCall(detail::ServerSession* session, CancelState* parent_cancel,
+                       size_t max_receive_message_size, size_t max_metadata_size)
+    : Http2Stream(session, max_receive_message_size),
+      server_session_(session),
+      cancel_state_(parent_cancel),
+      max_metadata_size_(max_metadata_size) {}
+
+ServerCall::~ServerCall() {
+  if (deadline_timer_) deadline_timer_->Cancel();
+  DetachFromNghttp2();
+}
+
+const std::string& ServerCall::peer() const { return server_session_->peer(); }
+
+Task<std::optional<std::string>> ServerCall::Read() {
+  while (true) {
+    if (has_received_message()) co_return PopReceivedMessage();
+    if (remote_end_ || cancelled_ || stream_closed_) co_return std::nullopt;
+    if (!(co_await read_cond_.Wait()).ok()) co_return std::nullopt;
+  }
+}
+
+Task<Status> ServerCall::Write(std::string_view message) {
+  if (cancelled_) co_return CancelledError("call " + path_ + " was cancelled");
+  if (finished_) co_return FailedPreconditionError("Write() after " + path_ + " finished");
+  if (!headers_sent_) {
+    if (Status sent = SendInitialMetadata(); !sent.ok()) co_return sent;
+  }
+  QueueMessage(message);
+  while (!cancelled_ && !stream_closed_ && send_pending() > detail::kSendBufferHighWater) {
+    if (!(co_await write_cond_.Wait()).ok()) {
+      co_return CancelledError("call " + path_ + " was cancelled");
+    }
+  }
+  if (cancelled_ || stream_closed_) co_return CancelledError("call " + path_ + " was cancelled");
+  co_return OkStatus();
+}
+
+void ServerCall::AddInitialMetadata(std::string key, std::string value) {
+  if (!headers_sent_) initial_metadata_.emplace_back(std::move(key), std::move(value));
+}
+
+void ServerCall::AddTrailingMetadata(std::string key, std::string value) {
+  trailing_metadata_.emplace_back(std::move(key), std::move(value));
+}
+
+Status ServerCall::SendInitialMetadata() {
+  if (headers_sent_) return OkStatus();
+  if (cancelled_) return CancelledError("call " + path_ + " was cancelled");
+  if (finished_) return FailedPreconditionError("call " + path_ + " already finished");
+  if (Status valid = ValidateMetadataToSend(initial_metadata_); !valid.ok()) {
+    initial_metadata_.clear();
+    Abort(valid);
+    return valid;
+  }
+  HeaderFields fields = {
+      {":status", "200"},
+      {"content-type", "application/grpc"},
+      {"grpc-accept-encoding", "identity"},
+  };
+  for (const auto& [key, value] : initial_metadata_) {
+    fields.emplace_back(key, EncodeMetadataValue(key, value));
+  }
+  const std::vector<nghttp2_nv> nva = ToNv(fields);
+  const nghttp2_data_provider provider = detail::Http2Session::StreamDataProvider();
+  const int rv =
+      nghttp2_submit_response(session_->nghttp2(), stream_id_, nva.data(), nva.size(), &provider);
+  if (rv != 0) {
+    MarkCancelled();
+    return InternalError(std::string("cannot send response headers: ") + nghttp2_strerror(rv));
+  }
+  headers_sent_ = true;
+  session_->WakeWriter();
+  return OkStatus();
+}
+
+HeaderFields ServerCall::TrailerFields(const Status& status) {
+  HeaderFields fields;
+  fields.emplace_back("grpc-status", std::to_string(static_cast<int>(status.code())));
+  if (!status.message().empty()) {
+    fields.emplace_back("grpc-message", PercentEncodeGrpcMessage(status.message()));
+  }
+  for (const auto& [key, value] : trailing_metadata_) {
+    fields.emplace_back(key, EncodeMetadataValue(key, value));
+  }
+  return fields;
+}
+
+void ServerCall::FinishWithStatus(const Status& handler_status) {
+  if (finished_ || cancelled_ || stream_closed_ || session_->closing()) {
+    finished_ = true;
+    return;
+  }
+  Status status = handler_status;
+  if (Status valid = ValidateMetadataToSend(trailing_metadata_); !valid.ok()) {
+    trailing_metadata_.clear();
+    status = valid;
+  }
+  if (!headers_sent_ && !initial_metadata_.empty()) {
+    // Headers the handler asked for go out in their own frame.
+    if (Status sent = SendInitialMetadata(); !sent.ok()) return;
+  }
+  finished_ = true;
+  if (deadline_timer_) deadline_timer_->Cancel();
+  HeaderFields fields = TrailerFields(status);
+  if (!headers_sent_) {
+    // Trailers-Only: nothing was written, one HEADERS frame with END_STREAM.
+    fields.insert(fields.begin(), {{":status", "200"}, {"content-type", "application/grpc"}});
+    const std::vector<nghttp2_nv> nva = ToNv(fields);
+    nghttp2_submit_response(session_->nghttp2(), stream_id_, nva.data(), nva.size(), nullptr);
+    headers_sent_ = true;
+  } else {
+    pending_trailers_ = std::move(fields);
+    EndSending();
+  }
+  session_->WakeWriter();
+}
+
+void ServerCall::RespondWithoutHandler(int http_status, const Status& status,
+                                       const HeaderFields& extra) {
+  handler_done_ = true;
+  finished_ = true;
+  if (stream_closed_ || session_->closing()) return;
+  HeaderFields fields = {{":status", std::to_string(http_status)},
+                         {"content-type", "application/grpc"}};
+  fields.insert(fields.end(), extra.begin(), extra.end());
+  HeaderFields trailers = TrailerFields(status);
+  fields.insert(fields.end(), trailers.begin(), trailers.end());
+  const std::vector<nghttp2_nv> nva = ToNv(fields);
+  nghttp2_submit_response(session_->nghttp2(), stream_id_, nva.data(), nva.size(), nullptr);
+  headers_sent_ = true;
+  session_->WakeWriter();
+}
+
+void ServerCall::Abort(const Status& status) {
+  FinishWithStatus(status);
+  MarkCancelled();
+}
+
+void ServerCall::MarkCancelled() {
+  if (cancelled_) return;
+  cancelled_ = true;
+  if (deadline_timer_) deadline_timer_->Cancel();
+  DiscardReceived();
+  // Interrupts whatever the handler awaits (on later loop turns).
+  cancel_state_.Cancel();
+  read_cond_.NotifyAll();
+  write_cond_.NotifyAll();
+}
+
+void ServerCall::StartDeadlineTimer() {
+  if (!deadline_) return;
+  deadline_timer_ = std::make_unique<Timer>(loop_);
+  deadline_timer_->Start(*deadline_ - Loop::Clock::now(), [this] {
+    if (finished_ || cancelled_) return;
+    // PROTOCOL-HTTP2 "Client Cancellation": when the deadline passes the
+    // server cancels the call locally and sends RST_STREAM CANCEL.
+    ResetStream(NGHTTP2_CANCEL);
+    MarkCancelled();
+  });
+}
+
+// --- Events from nghttp2 -----------------------------------------------------
+
+void ServerCall::OnHeader(uint8_t category, std::string_view name, std::string_view value) {
+  // Request trailers carry nothing gRPC uses.
+  if (category != NGHTTP2_HCAT_REQUEST) return;
+  header_list_size_ += HeaderFieldSize(name, value);
+  if (header_list_size_ > max_metadata_size_) {
+    header_list_too_large_ = true;
+    return;
+  }
+  if (name == ":method") {
+    method_ = value;
+  } else if (name == ":path") {
+    path_ = value;
+  } else if (name == ":authority") {
+    authority_ = value;
+  } else if (!name.empty() && name[0] == ':') {
+    // :scheme: nothing to check.
+  } else if (name == "content-type") {
+    content_type_ = value;
+  } else if (name == "grpc-timeout") {
+    grpc_timeout_ = std::string(value);
+  } else if (name == "grpc-encoding") {
+    grpc_encoding_ = std::string(value);
+  } else if (name == "te" || name == "grpc-accept-encoding") {
+    // nghttp2 only lets "te: trailers" through; we send identity regardless.
+  } else if (name == "host" && authority_.empty()) {
+    authority_ = value;
+  } else {
+    AppendReceivedMetadata(request_metadata_, name, value);
+  }
+}
+
+void ServerCall::OnHeadersComplete(uint8_t category, bool end_stream) {
+  if (category == NGHTTP2_HCAT_REQUEST) {
+    remote_end_ = end_stream;
+    server_session_->OnRequestHeaders(this);
+    return;
+  }
+  if (end_stream) {
+    remote_end_ = true;
+    read_cond_.NotifyAll();
+  }
+}
+
+void ServerCall::OnDataEndStream() {
+  remote_end_ = true;
+  if (deframer_.error().ok() && deframer_.has_partial_message()) {
+    Abort(InternalError("request stream for " + path_ + " ended inside a message"));
+  }
+  read_cond_.NotifyAll();
+}
+
+void ServerCall::OnReceiveError(Status status) {
+  DiscardReceived();
+  Abort(status);
+}
+
+void ServerCall::OnStreamClose(uint32_t /*error_code*/) {
+  // A stream that closes before we sent the final status was reset by the
+  // client (cancellation) or by nghttp2 for a protocol error.
+  if (!finished_) MarkCancelled();
+  read_cond_.NotifyAll();
+  write_cond_.NotifyAll();
+  server_session_->MaybeRelease(this);  // may destroy *this
+}
+
+void ServerCall::OnSessionClosed(const Status& /*reason*/) {
+  // PROTOCOL-HTTP2: on connection failure a server's open calls are
+  // CANCELLED. The session outlives us, so session_ stays valid.
+  stream_closed_ = true;
+  MarkCancelled();
+}
+
+void ServerCall::OnSendEnd(uint32_t* data_flags) {
+  *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+  if (!pending_trailers_) return;
+  // The trailers carry END_STREAM, not the last DATA frame.
+  *data_flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+  const std::vector<nghttp2_nv> nva = ToNv(*pending_trailers_);
+  nghttp2_submit_trailer(session_->nghttp2(), stream_id_, nva.data(), nva.size());
+  pending_trailers_.reset();
+}
+
+void ServerCall::OnFinalHeadersSent() {
+  // PROTOCOL-HTTP2 "Early Server Closure": the client has not half-closed;
+  // RST_STREAM NO_ERROR releases the stream.
+  if (!remote_end_) ResetStream(NGHTTP2_NO_ERROR);
+}
+
+}  // namespace uxds::http2

@@ -1,0 +1,177 @@
+#include "http2/server_session.h"
+
+#include <algorithm>
+#include <coroutine>
+#include <vector>
+
+#include "http2/grpc_protocol.h"
+#include "http2/server_call.h"
+
+namespace uxds::http2::detail {
+namespace {
+
+Http2SessionOptions SessionOptionsFor(const ServerOptions& options) {
+  Http2SessionOptions session;
+  session.max_receive_message_size = options.max_receive_message_size;
+  session.initial_stream_window_size = options.initial_stream_window_size;
+  session.max_header_list_size = options.max_metadata_size;
+  session.max_concurrent_streams = options.max_concurrent_streams;
+  session.keepalive_time = options.keepalive_time;
+  session.keepalive_timeout = options.keepalive_timeout;
+  return session;
+}
+
+// Awaits `task` under `cancel` instead of the awaiting task's CancelState:
+// the handler is cancelled with its call, not only with the connection.
+template <typename T>
+class RunUnder {
+ public:
+  RunUnder(Task<T> task, CancelState* cancel) : task_(std::move(task)), cancel_(cancel) {}
+  bool await_ready() noexcept { return false; }
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<> awaiting) noexcept {
+    auto& promise = task_.handle().promise();
+    promise.continuation = awaiting;
+    promise.cancel = cancel_;
+    return task_.handle();
+  }
+  T await_resume() { return task_.handle().promise().take(); }
+
+ private:
+  Task<T> task_;
+  CancelState* cancel_;
+};
+
+}  // namespace
+
+ServerSession::ServerSession(Loop& loop, std::unique_ptr<ByteStream> transport,
+                             std::shared_ptr<const ServiceRegistry> registry,
+                             const ServerOptions& options)
+    : Http2Session(loop, std::move(transport), Role::kServer, SessionOptionsFor(options)),
+      registry_(std::move(registry)),
+      server_options_(options),
+      handlers_(loop),
+      calls_changed_(loop) {}
+
+ServerSession::~ServerSession() { calls_.clear(); }
+
+Http2Stream* ServerSession::OnBeginRequest(int32_t /*stream_id*/) {
+  if (closing()) return nullptr;
+  std::unique_ptr<ServerCall> call(new ServerCall(this, &handlers_.cancel_state(),
+                                                  server_options_.max_receive_message_size,
+                                                  server_options_.max_metadata_size));
+  ServerCall* raw = call.get();
+  calls_.emplace(raw, std::move(call));
+  return raw;
+}
+
+void ServerSession::OnRequestHeaders(ServerCall* call) {
+  // Requests a gRPC server must refuse, answered as gRPC servers do: an HTTP
+  // status for non-gRPC clients plus grpc-status for gRPC ones.
+  if (call->header_list_too_large_) {
+    call->RespondWithoutHandler(
+        431, ResourceExhaustedError("request metadata exceeds the limit of " +
+                                    std::to_string(server_options_.max_metadata_size) + " bytes"));
+    return;
+  }
+  if (call->method_ != "POST") {
+    call->RespondWithoutHandler(
+        405, InternalError("gRPC requires :method POST, got \"" + call->method_ + "\""));
+    return;
+  }
+  // PROTOCOL-HTTP2: "If Content-Type does not begin with "application/grpc",
+  // gRPC servers SHOULD respond with HTTP status of 415".
+  if (!IsGrpcContentType(call->content_type_)) {
+    call->RespondWithoutHandler(
+        415, InternalError("invalid gRPC request content-type \"" + call->content_type_ + "\""));
+    return;
+  }
+  if (call->grpc_encoding_ && *call->grpc_encoding_ != "identity") {
+    call->RespondWithoutHandler(
+        200, UnimplementedError("grpc-encoding \"" + *call->grpc_encoding_ + "\" is not supported"),
+        {{"grpc-accept-encoding", "identity"}});
+    return;
+  }
+  if (call->grpc_timeout_) {
+    std::optional<std::chrono::nanoseconds> timeout = ParseGrpcTimeout(*call->grpc_timeout_);
+    if (!timeout) {
+      call->RespondWithoutHandler(
+          400, InternalError("malformed grpc-timeout \"" + *call->grpc_timeout_ + "\""));
+      return;
+    }
+    call->deadline_ = Loop::Clock::now() + *timeout;
+  }
+  const Handler* handler = registry_->Find(call->path_);
+  if (handler == nullptr) {
+    call->RespondWithoutHandler(200, UnimplementedError("unknown method " + call->path_));
+    return;
+  }
+  call->StartDeadlineTimer();
+  handlers_.Spawn(RunHandler(call, handler));
+}
+
+Task<void> ServerSession::RunHandler(ServerCall* call, const Handler* handler) {
+  if (!call->cancelled_) {
+    Status status = co_await RunUnder<Status>((*handler)(*call), &call->cancel_state_);
+    if (!call->cancelled_) call->FinishWithStatus(status);
+  }
+  call->handler_done_ = true;
+  MaybeRelease(call);
+}
+
+void ServerSession::MaybeRelease(ServerCall* call) {
+  if (!call->handler_done_ || !call->stream_closed_) return;
+  calls_.erase(call);
+  calls_changed_.NotifyAll();
+}
+
+void ServerSession::FailAllStreams(const Status& reason) {
+  std::vector<ServerCall*> calls;
+  calls.reserve(calls_.size());
+  for (auto& [raw, owned] : calls_) calls.push_back(raw);
+  for (ServerCall* call : calls) {
+    call->OnSessionClosed(reason);
+    MaybeRelease(call);
+  }
+  calls_changed_.NotifyAll();
+}
+
+void ServerSession::Drain(std::chrono::milliseconds grace) {
+  if (draining_ || closing()) return;
+  draining_ = true;
+  SpawnTask(DrainTask(grace));
+}
+
+Task<void> ServerSession::DrainTask(std::chrono::milliseconds grace) {
+  const auto deadline = Loop::Clock::now() + grace;
+  set_end_reason(UnavailableError("server drained the connection"));
+  // Two-phase GOAWAY, as gRPC servers do: a GOAWAY with the maximum stream id
+  // tells the client to start no more calls; one PING round trip later every
+  // call the client sent before seeing it has arrived, and the final GOAWAY
+  // names the last stream we accept.
+  nghttp2_submit_shutdown_notice(nghttp2());
+  WakeWriter();
+  const Status pinged = co_await Ping(std::min<std::chrono::nanoseconds>(grace, kDrainPingTimeout));
+  if (pinged.code() == StatusCode::kCancelled || closing()) co_return;
+  nghttp2_submit_goaway(nghttp2(), NGHTTP2_FLAG_NONE,
+                        nghttp2_session_get_last_proc_stream_id(nghttp2()), NGHTTP2_NO_ERROR,
+                        nullptr, 0);
+  WakeWriter();
+
+  // In-flight calls finish, up to the grace time.
+  bool expired = false;
+  Timer timer(loop());
+  timer.Start(deadline - Loop::Clock::now(), [this, &expired] {
+    expired = true;
+    calls_changed_.NotifyAll();
+  });
+  while (!calls_.empty() && !expired && !closing()) {
+    if (!(co_await calls_changed_.Wait()).ok()) co_return;
+  }
+  timer.Cancel();
+  if (closing()) co_return;
+  Status reason = UnavailableError("server drained the connection");
+  if (!calls_.empty()) reason = UnavailableError("server drain grace period expired");
+  BeginClose(std::move(reason), NGHTTP2_NO_ERROR);
+}
+
+}  // namespace uxds::http2::detail

@@ -1,0 +1,53 @@
+// ServerSession: the server side of an HTTP/2 connection (internal to
+// ServerConnection): validates requests, runs handlers, drains.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <unordered_map>
+
+#include "http2/http2_session.h"
+#include "http2/server_options.h"
+#include "http2/service_registry.h"
+
+namespace uxds::http2::detail {
+
+// Drain: how long we wait for the PING that follows the first GOAWAY before
+// sending the final one anyway.
+inline constexpr std::chrono::milliseconds kDrainPingTimeout{1000};
+
+class ServerSession final : public Http2Session {
+ public:
+  ServerSession(Loop& loop, std::unique_ptr<ByteStream> transport,
+                std::shared_ptr<const ServiceRegistry> registry, const ServerOptions& options);
+  ~ServerSession() override;
+
+  // Graceful drain (see ServerConnection::Drain).
+  void Drain(std::chrono::milliseconds grace);
+  bool draining() const { return draining_; }
+  // Calls whose handler runs or whose stream is still open.
+  size_t active_calls() const { return calls_.size(); }
+  Task<void> JoinHandlers() { co_await handlers_.Join(); }
+
+  // From ServerCall.
+  void OnRequestHeaders(ServerCall* call);
+  // Frees `call` once its handler is done and its stream closed.
+  void MaybeRelease(ServerCall* call);
+
+ protected:
+  Http2Stream* OnBeginRequest(int32_t stream_id) override;
+  void FailAllStreams(const Status& reason) override;
+
+ private:
+  Task<void> RunHandler(ServerCall* call, const Handler* handler);
+  Task<void> DrainTask(std::chrono::milliseconds grace);
+
+  const std::shared_ptr<const ServiceRegistry> registry_;
+  const ServerOptions server_options_;
+  TaskGroup handlers_;
+  std::unordered_map<ServerCall*, std::unique_ptr<ServerCall>> calls_;
+  AsyncCondition calls_changed_;
+  bool draining_ = false;
+};
+
+}  // namespace uxds::http2::detail
