@@ -156,7 +156,7 @@ class XdsClient {
 
   // Closes every stream and connection, stops timers, drops queued watcher
   // notifications, and waits for the client's tasks. Watches are dropped;
-  // later watches get UNAVAILABLE.
+  // later WatchResource() calls are ignored.
   Task<void> Shutdown();
   // Shutdown() in a task on the client's loop, then destroys the client.
   static void ShutdownAndDestroy(std::unique_ptr<XdsClient> client);
@@ -164,8 +164,9 @@ class XdsClient {
   // Starts watching resource `name` of `type`. Several watchers of one
   // resource share one subscription. A watcher of a resource already cached
   // first gets the resource, then the standing error (A88: "in that order").
-  // An invalid name (bad xdstp:// URI, unknown authority) is reported to the
-  // watcher as OnResourceChanged(INVALID_ARGUMENT) and nothing is subscribed.
+  // An invalid xdstp:// name is reported to the watcher as
+  // OnResourceChanged(INVALID_ARGUMENT), an authority missing from the
+  // bootstrap as OnResourceChanged(FAILED_PRECONDITION); nothing is subscribed.
   // `type` must outlive the client; two types with one type URL may not be
   // used in one client.
   void WatchResource(const XdsResourceType& type, std::string_view name,

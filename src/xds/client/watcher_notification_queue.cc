@@ -1,0 +1,56 @@
+#include "xds/client/watcher_notification_queue.h"
+
+#include <utility>
+
+namespace uxds::xds_internal {
+
+WatcherNotificationQueue::WatcherNotificationQueue(Loop& loop, std::string node_id)
+    : queue_(loop), node_id_suffix_(" (node ID:" + node_id + ")") {}
+
+Status WatcherNotificationQueue::WithNodeId(const Status& status) const {
+  if (status.ok()) return status;
+  return Status(status.code(), status.message() + node_id_suffix_);
+}
+
+void WatcherNotificationQueue::ResourceChanged(
+    const std::shared_ptr<WatcherRegistration>& registration, XdsResourceData resource) {
+  queue_.Send({registration, Notification::Kind::kResource, std::move(resource), Status()});
+}
+
+void WatcherNotificationQueue::ResourceChanged(
+    const std::shared_ptr<WatcherRegistration>& registration, const Status& error) {
+  queue_.Send({registration, Notification::Kind::kError, nullptr, WithNodeId(error)});
+}
+
+void WatcherNotificationQueue::AmbientError(
+    const std::shared_ptr<WatcherRegistration>& registration, const Status& status) {
+  queue_.Send({registration, Notification::Kind::kAmbient, nullptr, WithNodeId(status)});
+}
+
+Task<void> WatcherNotificationQueue::Run() {
+  while (std::optional<Notification> notification = co_await queue_.Receive()) {
+    WatcherRegistration& registration = *notification->registration;
+    if (registration.cancelled) continue;
+    // The watcher may cancel itself (or others) or start new watches from its
+    // callback: those only queue further notifications behind this one.
+    switch (notification->kind) {
+      case Notification::Kind::kResource:
+        registration.watcher->OnGenericResourceChanged(std::move(notification->resource));
+        break;
+      case Notification::Kind::kError:
+        registration.watcher->OnGenericResourceChanged(std::move(notification->status));
+        break;
+      case Notification::Kind::kAmbient:
+        registration.watcher->OnAmbientError(std::move(notification->status));
+        break;
+    }
+  }
+}
+
+void WatcherNotificationQueue::Close() {
+  queue_.Close();
+  while (queue_.TryReceive().has_value()) {
+  }
+}
+
+}  // namespace uxds::xds_internal

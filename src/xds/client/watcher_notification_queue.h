@@ -1,0 +1,55 @@
+// Watcher notifications are queued while the cache changes and delivered
+// afterwards, on a later turn of the control loop, one at a time and in
+// order: a watcher is never called from inside a cache update, nor from
+// inside WatchResource()/CancelWatch() (DESIGN.md).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <variant>
+
+#include "uxds/loop.h"
+#include "uxds/status.h"
+#include "uxds/task.h"
+#include "uxds/xds_resource_type.h"
+
+namespace uxds::xds_internal {
+
+// One WatchResource() call. CancelWatch() marks it cancelled, which drops
+// the notifications still queued for it.
+struct WatcherRegistration {
+  std::shared_ptr<XdsResourceWatcherInterface> watcher;
+  bool cancelled = false;
+};
+
+class WatcherNotificationQueue {
+ public:
+  // `node_id` is appended to every status a watcher gets (" (node ID:<id>)"),
+  // as gRPC does, so errors can be matched with the control plane's logs.
+  WatcherNotificationQueue(Loop& loop, std::string node_id);
+
+  void ResourceChanged(const std::shared_ptr<WatcherRegistration>& registration,
+                       XdsResourceData resource);
+  void ResourceChanged(const std::shared_ptr<WatcherRegistration>& registration,
+                       const Status& error);
+  void AmbientError(const std::shared_ptr<WatcherRegistration>& registration, const Status& status);
+
+  // Delivers notifications until cancelled or Close()d.
+  Task<void> Run();
+  // Drops what is queued; later notifications are dropped too.
+  void Close();
+
+ private:
+  struct Notification {
+    std::shared_ptr<WatcherRegistration> registration;
+    enum class Kind { kResource, kError, kAmbient } kind;
+    XdsResourceData resource;
+    Status status;
+  };
+  Status WithNodeId(const Status& status) const;
+
+  Channel<Notification> queue_;
+  const std::string node_id_suffix_;
+};
+
+}  // namespace uxds::xds_internal

@@ -1,0 +1,133 @@
+#include "xds/client/xds_client_impl.h"
+
+#include <algorithm>
+#include <cassert>
+#include <utility>
+
+#include "xds/bootstrap.h"
+#include "xds/client/ads_protocol.h"
+#include "xds/client/xds_resource_name.h"
+
+#ifndef UXDS_VERSION
+#define UXDS_VERSION "dev"
+#endif
+
+namespace uxds::xds_internal {
+
+XdsClientImpl::XdsClientImpl(Loop& loop, Bootstrap bootstrap, XdsClientOptions options)
+    : loop_(loop),
+      bootstrap_(std::move(bootstrap)),
+      options_(std::move(options)),
+      notifications_(loop, bootstrap_.node.id),
+      cache_(loop, notifications_,
+             {options_.resource_does_not_exist_timeout, options_.resource_transient_error_timeout}),
+      tasks_(loop) {
+  PopulateNodeProto(
+      bootstrap_.node, options_.user_agent_name,
+      options_.user_agent_version.empty() ? UXDS_VERSION : options_.user_agent_version, &node_);
+  node_.add_client_features(std::string(kClientFeatureResourceInSotw));
+  tasks_.Spawn(notifications_.Run());
+}
+
+XdsClientImpl::~XdsClientImpl() { assert(shut_down_ && "XdsClient destroyed without Shutdown()"); }
+
+Task<void> XdsClientImpl::Shutdown() {
+  if (std::exchange(shut_down_, true)) co_return;
+  notifications_.Close();
+  co_await tasks_.CancelAndJoin();
+  for (auto& [key, channel] : channels_) {
+    cache_.StopResourceTimers(channel->server());
+    co_await channel->CloseConnection();
+  }
+}
+
+void XdsClientImpl::FailWatch(std::shared_ptr<XdsResourceWatcherInterface> watcher, Status error) {
+  auto registration = std::make_shared<WatcherRegistration>();
+  registration->watcher = std::move(watcher);
+  notifications_.ResourceChanged(registration, error);
+  failed_watches_.push_back(std::move(registration));
+}
+
+XdsServerChannel& XdsClientImpl::GetOrCreateChannel(XdsServerState& server) {
+  std::string key = server.config.Key();
+  auto it = channels_.find(key);
+  if (it != channels_.end()) return *it->second;
+  const XdsServerChannel::Environment environment{loop_, bootstrap_, options_, node_, cache_};
+  auto channel = std::make_unique<XdsServerChannel>(environment, server);
+  tasks_.Spawn(channel->Run());
+  return *channels_.emplace(std::move(key), std::move(channel)).first->second;
+}
+
+void XdsClientImpl::WatchResource(const XdsResourceType& type, std::string_view name,
+                                  std::shared_ptr<XdsResourceWatcherInterface> watcher) {
+  assert(loop_.InLoopThread());
+  if (shut_down_) return;
+  auto [type_it, new_type] = types_.try_emplace(std::string(type.type_url()), &type);
+  if (type_it->second != &type) {
+    FailWatch(std::move(watcher),
+              InvalidArgumentError("resource type " + std::string(type.type_url()) +
+                                   " is already watched through another XdsResourceType"));
+    return;
+  }
+  StatusOr<XdsResourceName> parsed = ParseXdsResourceName(name, type);
+  if (!parsed.ok()) {
+    FailWatch(std::move(watcher), parsed.status());
+    return;
+  }
+  // A47: an xdstp:// name uses its authority's servers, or the top-level ones
+  // if the authority lists none; any other name the top-level servers.
+  const std::vector<XdsServerConfig>* servers = &bootstrap_.xds_servers;
+  if (parsed->is_xdstp()) {
+    const XdsAuthority* authority = bootstrap_.FindAuthority(parsed->authority);
+    if (authority == nullptr) {
+      // gRPC C++ reports this as FAILED_PRECONDITION too.
+      FailWatch(std::move(watcher), FailedPreconditionError("authority \"" + parsed->authority +
+                                                            "\" not present in bootstrap config"));
+      return;
+    }
+    if (!authority->xds_servers.empty()) servers = &authority->xds_servers;
+  }
+  if (servers->empty()) {
+    FailWatch(std::move(watcher),
+              FailedPreconditionError("no xDS servers for resource " + parsed->key));
+    return;
+  }
+  // A71 (fallback to the next servers of the list) is not done here: the
+  // first server of the list serves the authority.
+  XdsServerState& server = cache_.GetOrCreateServer(servers->front());
+  auto registration = std::make_shared<WatcherRegistration>();
+  registration->watcher = std::move(watcher);
+  const XdsResourceCache::AddWatcherResult added =
+      cache_.AddWatcher(type, *parsed, server, std::move(registration));
+  // Several watchers of one resource share one subscription.
+  if (added.new_entry) GetOrCreateChannel(server).Subscribe(type, parsed->key);
+}
+
+void XdsClientImpl::CancelWatch(const XdsResourceType& type, std::string_view name,
+                                const XdsResourceWatcherInterface* watcher) {
+  assert(loop_.InLoopThread());
+  auto failed = std::find_if(failed_watches_.begin(), failed_watches_.end(),
+                             [&](const auto& r) { return r->watcher.get() == watcher; });
+  if (failed != failed_watches_.end()) {
+    (*failed)->cancelled = true;
+    failed_watches_.erase(failed);
+    return;
+  }
+  if (shut_down_) return;
+  StatusOr<XdsResourceName> parsed = ParseXdsResourceName(name, type);
+  if (!parsed.ok()) return;
+  XdsServerState* server = cache_.RemoveWatcher(type, parsed->key, watcher);
+  if (server == nullptr) return;
+  auto it = channels_.find(server->config.Key());
+  if (it != channels_.end()) it->second->Unsubscribe(type, parsed->key);
+}
+
+envoy::service::status::v3::ClientConfig XdsClientImpl::DumpClientConfig() const {
+  envoy::service::status::v3::ClientConfig config;
+  *config.mutable_node() = node_;
+  cache_.DumpGenericXdsConfigs(config);
+  config.set_client_scope(options_.client_scope);
+  return config;
+}
+
+}  // namespace uxds::xds_internal

@@ -1,0 +1,180 @@
+// XdsResourceCache: the one owner of every cache entry transition (A88).
+//
+// Each event (a valid or invalid resource, a TP3 error, an LDS/CDS deletion,
+// a resource timer, a server going unhealthy or healthy again) is one method
+// here. It changes the entry and queues exactly the watcher notifications A88
+// prescribes for it, so watchers, the CSDS dump (A40) and the metrics (A78),
+// which are all read from the same entries, never disagree.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "envoy/service/status/v3/csds.pb.h"
+#include "uxds/bootstrap.h"
+#include "uxds/loop.h"
+#include "uxds/status.h"
+#include "uxds/xds_client.h"
+#include "uxds/xds_resource_type.h"
+#include "xds/client/watcher_notification_queue.h"
+#include "xds/client/xds_resource_name.h"
+
+namespace uxds::xds_internal {
+
+// What the cache knows about one xDS server: its connectivity as watchers see
+// it (A57) and its A78 counters. Lives as long as the client.
+struct XdsServerState {
+  explicit XdsServerState(XdsServerConfig c) : config(std::move(c)) {}
+
+  struct UpdateCounters {
+    uint64_t valid = 0;
+    uint64_t invalid = 0;
+  };
+
+  const XdsServerConfig config;
+  // Not OK while the server is failing: the last ADS stream ended without a
+  // response, or no connection could be made (A57). Cleared by a response.
+  Status channel_error;
+  // A78 grpc.xds_client.connected: set when the first stream starts, cleared
+  // by a failure, set again by the next response.
+  bool connected = false;
+  uint64_t server_failures = 0;                                // A78 grpc.xds_client.server_failure
+  std::map<std::string, UpdateCounters, std::less<>> updates;  // by type name
+};
+
+struct XdsCacheEntry {
+  XdsCacheEntry(Loop& loop, const XdsResourceType& t, XdsResourceName n, XdsServerState& s)
+      : type(t), name(std::move(n)), server(s), timer(loop) {}
+
+  const XdsResourceType& type;
+  const XdsResourceName name;
+  XdsServerState& server;  // A47: the server of the name's authority
+
+  XdsCacheState state = XdsCacheState::kRequested;
+  // The resource in use and what it came with; null if none.
+  XdsResourceData resource;
+  std::string serialized;  // raw bytes, for CSDS (A40: "expose the xDS config as is")
+  std::string version;
+  std::chrono::system_clock::time_point last_updated{};
+  // A88: "the most recent error seen": what the watchers were told (without
+  // the node ID), the CSDS details and the version and time it came with.
+  Status error;
+  std::string failed_details;
+  std::string failed_version;
+  std::chrono::system_clock::time_point failed_update_time{};
+
+  std::vector<std::shared_ptr<WatcherRegistration>> watchers;
+  // The ambient error the watchers were last given (OK: none standing), so
+  // that a cleared error can be cleared for them too (A88: "The error
+  // condition is considered to be cleared when ... OnAmbientError() is
+  // invoked again with an OK status").
+  Status delivered_ambient_error;
+  Timer timer;  // the resource timer (A57)
+};
+
+class XdsResourceCache {
+ public:
+  struct TimerOptions {
+    std::chrono::milliseconds does_not_exist_timeout;
+    std::chrono::milliseconds transient_error_timeout;
+  };
+
+  XdsResourceCache(Loop& loop, WatcherNotificationQueue& notifications, TimerOptions timers);
+  ~XdsResourceCache();
+
+  XdsServerState& GetOrCreateServer(const XdsServerConfig& config);
+
+  // --- Watches -------------------------------------------------------------
+  // Adds a watcher; a new entry starts REQUESTED. The watcher is first told
+  // what the entry already holds: the resource, then the entry's error, then
+  // the server's error (A88 "New Watchers Started After Ambient Errors").
+  struct AddWatcherResult {
+    XdsCacheEntry* entry;
+    bool new_entry;
+  };
+  AddWatcherResult AddWatcher(const XdsResourceType& type, const XdsResourceName& name,
+                              XdsServerState& server,
+                              std::shared_ptr<WatcherRegistration> registration);
+  // Removes a watcher (marking it cancelled). If that was the entry's last
+  // watcher, the entry is gone and its server is returned: the name must be
+  // unsubscribed there. Otherwise nullptr.
+  XdsServerState* RemoveWatcher(const XdsResourceType& type, std::string_view key,
+                                const XdsResourceWatcherInterface* watcher);
+  XdsCacheEntry* Find(const XdsResourceType& type, std::string_view key);
+
+  // --- Events from an ADS stream (A88, TP3, A46) ------------------------------
+  // A valid resource. An identical copy of the cached one notifies no
+  // OnResourceChanged, only clears a standing ambient error.
+  void OnValidResource(XdsCacheEntry& entry, XdsResourceData resource, std::string serialized,
+                       const std::string& version, std::chrono::system_clock::time_point now);
+  // A resource that failed validation (NACK). A data error.
+  void OnInvalidResource(XdsCacheEntry& entry, const std::string& details,
+                         const std::string& version, std::chrono::system_clock::time_point now);
+  // TP3: the server's error for a resource. NOT_FOUND and PERMISSION_DENIED
+  // are data errors, every other code transient.
+  void OnResourceError(XdsCacheEntry& entry, const Status& error, const std::string& version,
+                       std::chrono::system_clock::time_point now);
+  // An LDS/CDS resource missing from a response. Applies only to an entry that
+  // holds a resource it has not already marked deleted, and not to one in
+  // RECEIVED_ERROR (TP3 errors are sent once). A data error.
+  void OnResourceMissing(XdsCacheEntry& entry, const std::string& version,
+                         std::chrono::system_clock::time_point now);
+
+  // --- Resource timers (A57, A88) ---------------------------------------------
+  // Called when a request naming the entry has been written on a connected
+  // stream. Starts the timer, with its full duration, if the entry is still
+  // REQUESTED (never for a cached resource) and the timer is not running.
+  void MaybeStartResourceTimer(XdsCacheEntry& entry);
+  // The stream ended: timers of the server's entries stop until the next
+  // stream has sent the subscriptions.
+  void StopResourceTimers(const XdsServerState& server);
+
+  // --- Server connectivity (A57, A88) -------------------------------------------
+  // A transient error for every entry of the server: OnAmbientError for cached
+  // resources, OnResourceChanged for the others. Cache states do not change.
+  void OnServerFailure(XdsServerState& server, const Status& error);
+  // The server answered: a standing failure is cleared for the watchers.
+  void OnServerResponding(XdsServerState& server);
+
+  void CountResourceUpdates(XdsServerState& server, std::string_view type_name, uint64_t valid,
+                            uint64_t invalid);
+
+  // --- Reads ------------------------------------------------------------------
+  // A40: generic_xds_configs of every entry, ordered by type URL then name.
+  void DumpGenericXdsConfigs(envoy::service::status::v3::ClientConfig& config) const;
+  std::vector<XdsResourceSnapshot> Snapshot() const;
+  XdsClientMetrics Metrics() const;
+
+ private:
+  // A88 "Handling Data Errors": with fail_on_data_errors the cached resource
+  // is dropped; then OnAmbientError if a resource is still cached, else
+  // OnResourceChanged.
+  void ApplyDataError(XdsCacheEntry& entry, bool drop_cached_resource);
+  void NotifyError(XdsCacheEntry& entry, const Status& error);
+  void NotifyAmbient(XdsCacheEntry& entry, const Status& status);
+  // The ambient error the entry's watchers should hold now.
+  Status StandingAmbientError(const XdsCacheEntry& entry) const;
+  void RefreshAmbientError(XdsCacheEntry& entry);
+  void OnResourceTimerFired(XdsCacheEntry& entry);
+  template <typename F>
+  void ForEachEntryOf(const XdsServerState& server, F f);
+
+  Loop& loop_;
+  WatcherNotificationQueue& notifications_;
+  const TimerOptions timers_;
+  // type URL -> resource key -> entry (unique_ptr: timers point at entries).
+  std::map<std::string, std::map<std::string, std::unique_ptr<XdsCacheEntry>, std::less<>>,
+           std::less<>>
+      entries_;
+  std::map<std::string, std::unique_ptr<XdsServerState>, std::less<>> servers_;  // by Key()
+};
+
+// A78/A88 grpc.xds.cache_state label of an entry.
+std::string_view CacheStateLabel(XdsCacheState state, bool has_resource);
+
+}  // namespace uxds::xds_internal

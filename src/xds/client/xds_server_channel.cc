@@ -1,0 +1,312 @@
+#include "xds/client/xds_server_channel.h"
+
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <utility>
+#include <vector>
+
+#include "envoy/service/discovery/v3/discovery.pb.h"
+#include "runtime/socket_address.h"
+#include "xds/client/ads_protocol.h"
+
+namespace uxds::xds_internal {
+
+namespace {
+
+// Debian's CA bundle: the roots of "tls" channel credentials without a
+// ca_certificate_file (the bootstrap says "the system's default roots").
+constexpr const char* kSystemRootsFile = "/etc/ssl/certs/ca-certificates.crt";
+
+struct HostPort {
+  std::string host;  // without brackets
+  std::string port;
+  std::string authority;  // host:port as given
+};
+
+// server_uri is a gRPC target: "host:port", "dns:///host:port", "[::1]:port".
+HostPort SplitTarget(std::string_view target) {
+  for (std::string_view scheme : {"dns:///", "dns:", "ipv4:", "ipv6:"}) {
+    if (target.starts_with(scheme)) {
+      target.remove_prefix(scheme.size());
+      break;
+    }
+  }
+  HostPort result;
+  result.authority = std::string(target);
+  if (target.starts_with('[')) {
+    const size_t close = target.find(']');
+    result.host =
+        std::string(target.substr(1, close == std::string_view::npos ? target.npos : close - 1));
+    if (close != std::string_view::npos && close + 1 < target.size() && target[close + 1] == ':') {
+      result.port = std::string(target.substr(close + 2));
+    }
+  } else if (const size_t colon = target.rfind(':'); colon != std::string_view::npos) {
+    result.host = std::string(target.substr(0, colon));
+    result.port = std::string(target.substr(colon + 1));
+  } else {
+    result.host = std::string(target);
+  }
+  if (result.port.empty()) {
+    // gRPC's default port.
+    result.port = "443";
+    result.authority =
+        (result.host.find(':') != std::string::npos ? "[" + result.host + "]" : result.host) +
+        ":443";
+  }
+  return result;
+}
+
+StatusOr<SocketAddress> ResolveTarget(const HostPort& target) {
+  const std::string literal = target.host.find(':') != std::string::npos
+                                  ? "[" + target.host + "]:" + target.port
+                                  : target.host + ":" + target.port;
+  if (StatusOr<SocketAddress> address = SocketAddress::Parse(literal); address.ok()) {
+    return address;
+  }
+  // A host name. The lookup blocks the control thread; it happens only when
+  // (re)connecting to an xDS server, never on the data path.
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_ADDRCONFIG;
+  addrinfo* results = nullptr;
+  const int rc = ::getaddrinfo(target.host.c_str(), target.port.c_str(), &hints, &results);
+  if (rc != 0 || results == nullptr) {
+    return UnavailableError("cannot resolve " + target.authority + ": " + ::gai_strerror(rc));
+  }
+  SocketAddress address = SocketAddress::FromSockaddr(results->ai_addr, results->ai_addrlen);
+  ::freeaddrinfo(results);
+  return address;
+}
+
+}  // namespace
+
+XdsServerChannel::XdsServerChannel(const Environment& environment, XdsServerState& server)
+    : env_(environment),
+      server_(server),
+      backoff_({environment.options.backoff_initial, environment.options.backoff_multiplier,
+                environment.options.backoff_jitter, environment.options.backoff_max}),
+      wake_idle_(environment.loop) {}
+
+XdsServerChannel::~XdsServerChannel() = default;
+
+bool XdsServerChannel::HasSubscriptions() const {
+  for (const auto& [type_url, state] : types_) {
+    if (!state.names.empty()) return true;
+  }
+  return false;
+}
+
+void XdsServerChannel::Subscribe(const XdsResourceType& type, const std::string& key) {
+  const bool was_idle = !HasSubscriptions();
+  TypeState& state = types_[std::string(type.type_url())];
+  state.type = &type;
+  if (!state.names.insert(key).second) return;
+  if (was_idle) wake_idle_.Send(true);
+  SendRequestFor(std::string(type.type_url()));
+}
+
+void XdsServerChannel::Unsubscribe(const XdsResourceType& type, const std::string& key) {
+  auto it = types_.find(type.type_url());
+  if (it == types_.end() || it->second.names.erase(key) == 0) return;
+  // The type's state (version, nonce) stays: a new watch of the type on this
+  // stream still answers the last response.
+  if (HasSubscriptions()) {
+    SendRequestFor(it->first);
+    return;
+  }
+  // NOTES: "Unsubscribing the last name of a server closes the stream."
+  if (stream_ != nullptr) {
+    closed_idle_ = true;
+    stream_->call->Cancel();
+    stream_->tasks->Cancel();
+  }
+}
+
+void XdsServerChannel::SendRequestFor(const std::string& type_url) {
+  if (stream_ == nullptr || stream_->ended) return;  // the next stream sends everything
+  for (const std::string& pending : stream_->pending_types) {
+    if (pending == type_url) return;  // the request is built when written: it will be current
+  }
+  stream_->pending_types.push_back(type_url);
+  stream_->wake_writer.Send(true);
+}
+
+void XdsServerChannel::ReportFailure(std::string_view what, const Status& status) {
+  // Text as gRPC: "xDS channel for server <uri>: <what>".
+  env_.cache.OnServerFailure(
+      server_, UnavailableError("xDS channel for server " + server_.config.server_uri + ": " +
+                                std::string(what) + status.ToString()));
+}
+
+Task<void> XdsServerChannel::Run() {
+  CancelState* cancel = co_await CurrentCancelState();
+  while (cancel == nullptr || !cancel->cancelled()) {
+    if (!HasSubscriptions()) {
+      // A47 lets an unused channel go: nothing is kept open for nobody.
+      if (connection_ != nullptr) {
+        co_await connection_->Close();
+        connection_.reset();
+      }
+      backoff_.Reset();
+      while (wake_idle_.TryReceive().has_value()) {
+      }
+      if (HasSubscriptions()) continue;
+      if (!(co_await wake_idle_.Receive()).has_value()) co_return;
+      continue;
+    }
+    const bool seen_response = co_await RunStream(cancel);
+    if (cancel != nullptr && cancel->cancelled()) co_return;
+    if (std::exchange(closed_idle_, false)) continue;
+    // A57: "The backoff state will be reset when an ADS stream attempt does
+    // finally receive a response"; as gRPC, the next attempt still waits the
+    // initial delay.
+    if (seen_response) backoff_.Reset();
+    if (!(co_await SleepFor(env_.loop, backoff_.NextDelay())).ok()) co_return;
+  }
+}
+
+Task<StatusOr<std::unique_ptr<http2::ClientConnection>>> XdsServerChannel::Connect() {
+  const HostPort target = SplitTarget(server_.config.server_uri);
+  StatusOr<SocketAddress> address = ResolveTarget(target);
+  if (!address.ok()) co_return address.status();
+  http2::ClientConnectionOptions options;
+  options.authority = target.authority;
+  options.connect_timeout = env_.options.connect_timeout;
+  const XdsChannelCredentials& credentials = server_.config.channel_credentials;
+  if (credentials.type == XdsChannelCredentials::kTls) {
+    if (tls_context_ == nullptr) {
+      TlsClientConfig config;
+      config.ca_certificate_file = credentials.ca_certificate_file.empty()
+                                       ? kSystemRootsFile
+                                       : credentials.ca_certificate_file;
+      config.certificate_file = credentials.certificate_file;
+      config.private_key_file = credentials.private_key_file;
+      StatusOr<std::shared_ptr<TlsClientContext>> context = TlsClientContext::Create(config);
+      if (!context.ok()) co_return context.status();
+      tls_context_ = *std::move(context);
+    }
+    options.tls = tls_context_;
+    options.tls_server_name = target.host;
+  }
+  co_return co_await http2::ClientConnection::Connect(env_.loop, *address, std::move(options));
+}
+
+Task<bool> XdsServerChannel::RunStream(CancelState* cancel) {
+  if (connection_ == nullptr || !connection_->usable()) {
+    if (connection_ != nullptr) {
+      co_await connection_->Close();
+      connection_.reset();
+    }
+    StatusOr<std::unique_ptr<http2::ClientConnection>> connection = co_await Connect();
+    if (cancel != nullptr && cancel->cancelled()) co_return false;
+    if (!connection.ok()) {
+      // A57 / A88: a connectivity failure is a transient error.
+      ReportFailure("connection failed: ", connection.status());
+      co_return false;
+    }
+    connection_ = *std::move(connection);
+  }
+  if (!HasSubscriptions()) {
+    closed_idle_ = true;
+    co_return false;
+  }
+  // A78: "set to 1 when the stream is initially created".
+  if (!std::exchange(started_stream_, true)) server_.connected = true;
+
+  Stream stream(env_.loop);
+  stream.call = connection_->StartCall(std::string(kAdsMethod));
+  for (auto& [type_url, state] : types_) {
+    state.nonce.clear();
+    state.pending_nack = Status();
+    if (!state.names.empty()) stream.pending_types.push_back(type_url);
+  }
+  TaskGroup tasks(env_.loop, cancel);
+  stream.tasks = &tasks;
+  stream_ = &stream;
+  tasks.Spawn(ReadResponses(stream));
+  tasks.Spawn(WriteRequests(stream));
+  co_await tasks.Join();
+  stream_ = nullptr;
+  co_return stream.seen_response;
+}
+
+Task<void> XdsServerChannel::ReadResponses(Stream& stream) {
+  while (std::optional<std::string> message = co_await stream.call->Read()) {
+    HandleResponse(stream, *message);
+  }
+  const Status status = co_await stream.call->Finish();
+  stream.ended = true;
+  // A57: timers run only while the stream is up; the next stream restarts
+  // them, with their full duration, once it has sent the subscriptions.
+  env_.cache.StopResourceTimers(server_);
+  CancelState* cancel = co_await CurrentCancelState();
+  const bool closed_by_us = closed_idle_ || (cancel != nullptr && cancel->cancelled());
+  if (!stream.seen_response && !closed_by_us) {
+    // A57: "If the ADS stream is closed without ever having received a
+    // response from the server, then the XdsClient should consider that a
+    // connectivity error." After a response it is retried silently.
+    ReportFailure("xDS call failed with no responses received; status: ", status);
+  }
+  stream.tasks->Cancel();  // stops the writer
+}
+
+Task<void> XdsServerChannel::WriteRequests(Stream& stream) {
+  for (;;) {
+    while (stream.pending_types.empty()) {
+      if (!(co_await stream.wake_writer.Receive()).has_value()) co_return;
+    }
+    const std::string type_url = std::move(stream.pending_types.front());
+    stream.pending_types.pop_front();
+    TypeState& state = types_.find(type_url)->second;
+    // The request is built now, so it carries the current names, the last
+    // accepted version and the nonce of the last response of its type.
+    AdsRequest request;
+    request.type_url = type_url;
+    request.version_info = state.version;
+    request.response_nonce = state.nonce;
+    request.resource_names.assign(state.names.begin(), state.names.end());
+    request.error_detail = std::exchange(state.pending_nack, Status());
+    // NOTES: "The node goes only in the first request of each stream."
+    if (!std::exchange(stream.node_sent, true)) request.node = &env_.node;
+    const Status written = co_await stream.call->Write(SerializeAdsRequest(request));
+    if (!written.ok() || stream.ended) co_return;
+    // A57: the timer of a resource starts once the request naming it has been
+    // sent on a connected stream.
+    for (const std::string& name : request.resource_names) {
+      XdsCacheEntry* entry = env_.cache.Find(*state.type, name);
+      if (entry != nullptr && &entry->server == &server_)
+        env_.cache.MaybeStartResourceTimer(*entry);
+    }
+  }
+}
+
+void XdsServerChannel::HandleResponse(Stream& stream, const std::string& serialized) {
+  envoy::service::discovery::v3::DiscoveryResponse response;
+  // NOTES: "A response that cannot be decoded at all, or whose type was never
+  // watched, is ignored: no ACK, no NACK."
+  if (!response.ParseFromString(serialized)) return;
+  auto it = types_.find(response.type_url());
+  if (it == types_.end()) return;
+  TypeState& state = it->second;
+  if (!std::exchange(stream.seen_response, true)) env_.cache.OnServerResponding(server_);
+  state.nonce = response.nonce();
+  const XdsDecodeContext context{env_.bootstrap, server_.config};
+  const AdsResponseOutcome outcome =
+      ApplyAdsResponse(response, *state.type, context, state.names, server_, env_.cache);
+  env_.cache.CountResourceUpdates(server_, state.type->type_name(), outcome.valid_resources,
+                                  outcome.invalid_resources);
+  if (outcome.accept_version()) state.version = response.version_info();
+  state.pending_nack = outcome.NackStatus();
+  SendRequestFor(it->first);
+}
+
+Task<void> XdsServerChannel::CloseConnection() {
+  if (connection_ != nullptr) {
+    co_await connection_->Close();
+    connection_.reset();
+  }
+}
+
+}  // namespace uxds::xds_internal

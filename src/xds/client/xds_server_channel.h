@@ -1,0 +1,107 @@
+// XdsServerChannel: the ADS stream to one xDS server (A47 shares it between
+// every authority that names the server), carrying every resource type.
+//
+// Run() connects, opens the stream, sends the subscriptions, answers each
+// response with an ACK or NACK, and retries a failed stream with exponential
+// backoff (A57). It idles, without a connection, while nothing is
+// subscribed: unsubscribing the last name closes the stream.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "envoy/config/core/v3/base.pb.h"
+#include "http2/client_call.h"
+#include "http2/client_connection.h"
+#include "tls/tls_context.h"
+#include "uxds/bootstrap.h"
+#include "uxds/loop.h"
+#include "uxds/task.h"
+#include "uxds/xds_client.h"
+#include "xds/client/exponential_backoff.h"
+#include "xds/client/xds_resource_cache.h"
+
+namespace uxds::xds_internal {
+
+class XdsServerChannel {
+ public:
+  // What the channel uses of its client; outlives the channel.
+  struct Environment {
+    Loop& loop;
+    const Bootstrap& bootstrap;
+    const XdsClientOptions& options;
+    const envoy::config::core::v3::Node& node;  // with user agent and client features
+    XdsResourceCache& cache;
+  };
+
+  XdsServerChannel(const Environment& environment, XdsServerState& server);
+  ~XdsServerChannel();
+  XdsServerChannel(const XdsServerChannel&) = delete;
+  XdsServerChannel& operator=(const XdsServerChannel&) = delete;
+
+  // `key` is the resource name as sent (XdsResourceName::key).
+  void Subscribe(const XdsResourceType& type, const std::string& key);
+  void Unsubscribe(const XdsResourceType& type, const std::string& key);
+  bool HasSubscriptions() const;
+
+  // The channel's life: runs until its task is cancelled.
+  Task<void> Run();
+  // Closes the connection once Run() has ended.
+  Task<void> CloseConnection();
+
+  XdsServerState& server() const { return server_; }
+
+ private:
+  // Per resource type, across streams.
+  struct TypeState {
+    const XdsResourceType* type = nullptr;
+    std::set<std::string> names;  // subscribed
+    // NOTES: "The accepted version is kept per type across stream restarts;
+    // the nonce is per type per stream and starts empty on a new stream."
+    std::string version;
+    std::string nonce;
+    Status pending_nack;  // error_detail of the next request, once
+  };
+  // One ADS call.
+  struct Stream {
+    explicit Stream(Loop& loop) : wake_writer(loop) {}
+    std::unique_ptr<http2::ClientCall> call;
+    TaskGroup* tasks = nullptr;             // reader and writer
+    std::deque<std::string> pending_types;  // type URLs to send a request for
+    Channel<bool> wake_writer;
+    bool node_sent = false;
+    bool seen_response = false;
+    bool ended = false;
+  };
+
+  // One stream attempt, connecting first if needed. True if it saw a
+  // response (A57: backoff is reset then).
+  Task<bool> RunStream(CancelState* cancel);
+  Task<StatusOr<std::unique_ptr<http2::ClientConnection>>> Connect();
+  Task<void> ReadResponses(Stream& stream);
+  Task<void> WriteRequests(Stream& stream);
+  void HandleResponse(Stream& stream, const std::string& serialized);
+  // Queues a request for `type_url` on the current stream, if any.
+  void SendRequestFor(const std::string& type_url);
+  // A transient error for every watcher of this server (A57, A88).
+  void ReportFailure(std::string_view what, const Status& status);
+
+  Environment env_;
+  XdsServerState& server_;
+  std::map<std::string, TypeState, std::less<>> types_;  // by type URL
+  ExponentialBackoff backoff_;
+  std::unique_ptr<http2::ClientConnection> connection_;
+  std::shared_ptr<TlsClientContext> tls_context_;
+  Stream* stream_ = nullptr;  // the stream being run, if any
+  // Set when the stream was closed because nothing is subscribed any more:
+  // not a failure, and no backoff.
+  bool closed_idle_ = false;
+  bool started_stream_ = false;
+  Channel<bool> wake_idle_;  // a subscription arrived while idle
+};
+
+}  // namespace uxds::xds_internal
