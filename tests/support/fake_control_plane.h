@@ -34,11 +34,44 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "support/test_support.h"
 
 namespace uxds::testing {
+
+std::string Base64Encode(std::string_view bytes);
+// nullopt if `text` is not padded standard base64.
+std::optional<std::string> Base64Decode(std::string_view text);
+
+// A peer process that takes commands as lines on a socket and reports on
+// stdout. Subprocess captures only stdout, so the command channel is one end
+// of a socket pair, passed to the child as `--command-fd N`. The child must
+// exit when that socket reaches end of file: the test ending (or crashing)
+// closes it.
+class CommandedSubprocess {
+ public:
+  // Starts argv + {"--command-fd", N}. Fails the test and returns nullopt if
+  // it cannot be started.
+  static std::optional<CommandedSubprocess> Start(std::vector<std::string> argv);
+  CommandedSubprocess(CommandedSubprocess&& other) noexcept;
+  CommandedSubprocess& operator=(CommandedSubprocess&& other) noexcept;
+  // Closes the command socket, reads what the child still prints and waits
+  // (up to 10 s) for it to exit; then Subprocess kills it.
+  ~CommandedSubprocess();
+
+  Subprocess& process() { return process_; }
+  // Writes `line` + '\n'; false if the child is gone.
+  bool WriteLine(std::string_view line);
+  // End of file for the child.
+  void CloseCommands();
+
+ private:
+  CommandedSubprocess(Subprocess process, int command_fd);
+  Subprocess process_;
+  int command_fd_ = -1;
+};
 
 struct FakeControlPlaneOptions {
   uint16_t port = 0;  // 0: pick a free one
@@ -206,14 +239,19 @@ class FakeControlPlane {
   std::vector<ObservedRequest> AllRequests();
 
  private:
-  FakeControlPlane(Subprocess process, int command_fd, uint16_t port);
+  FakeControlPlane(CommandedSubprocess peer, uint16_t port);
+
+  enum class LineKind { kTimeout, kClosed, kEvent, kReply };
   // Reads one stdout line within `timeout`: an event is recorded and queued,
-  // a command reply is returned. nullopt on timeout, end of output or event.
-  std::optional<std::string> ReadLineAndDispatch(std::chrono::milliseconds timeout);
-  // Sends `{"id":N,<fields>}` and waits for the reply with id N, recording
-  // the events that arrive meanwhile. nullopt (and a test failure) if the
-  // control plane rejected the command or did not answer.
-  std::optional<std::string> Command(const std::string& fields);
+  // a command reply is stored in *reply.
+  LineKind ReadLineAndDispatch(std::chrono::milliseconds timeout, std::string* reply);
+  // Records the events that have arrived, without waiting.
+  void DrainAvailable();
+  // Sends the JSON object `command` with an "id" added and waits for the
+  // reply with that id, recording the events that arrive meanwhile.
+  std::optional<std::string> SendCommand(const std::string& command);
+  // SendCommand, and a test failure (returning nullopt) unless the reply is ok.
+  std::optional<std::string> Command(const std::string& command);
   std::optional<ObservedRequest> TakeRequest(std::chrono::milliseconds timeout,
                                              bool (*match)(const ObservedRequest&, const void*),
                                              const void* context);
@@ -221,9 +259,9 @@ class FakeControlPlane {
                                          std::chrono::milliseconds timeout,
                                          std::optional<int64_t> stream);
 
-  Subprocess process_;
-  int command_fd_ = -1;  // our end of the command socket (the child reads the other)
+  CommandedSubprocess peer_;
   uint16_t port_ = 0;
+  bool output_closed_ = false;
   int64_t next_command_id_ = 1;
   std::vector<ObservedEvent> events_;
   // Indices into events_ of events not yet returned by the Next/Wait methods.

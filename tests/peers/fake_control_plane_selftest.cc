@@ -1,0 +1,317 @@
+// Proves the fake xDS control plane (tests/peers/fake_control_plane.py and
+// its C++ driver) against an ADS client that is not ours: a grpcio client
+// (tests/peers/ads_client.py). Every XdsClient test trusts what the fake
+// reports and sends; this checks that trust, so a broken peer fails here and
+// names itself instead of failing XdsClient tests obscurely.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "google/protobuf/any.pb.h"
+#include "support/fake_control_plane.h"
+#include "support/test_support.h"
+
+namespace uxds::testing {
+namespace {
+
+using nlohmann::json;
+using std::chrono::seconds;
+
+constexpr auto kWait = seconds(30);
+constexpr char kTypeA[] = "type.googleapis.com/envoy.config.listener.v3.Listener";
+constexpr char kTypeB[] = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
+constexpr char kWrapperType[] = "type.googleapis.com/envoy.service.discovery.v3.Resource";
+constexpr int kUnavailable = 14;
+constexpr int kNotFound = 5;
+
+std::string SerializedAny(const std::string& type_url, const std::string& value) {
+  google::protobuf::Any any;
+  any.set_type_url(type_url);
+  any.set_value(value);
+  return any.SerializeAsString();
+}
+
+// tests/peers/ads_client.py: one grpcio channel, calls opened on command.
+class AdsClient {
+ public:
+  static std::unique_ptr<AdsClient> Start(const std::string& target,
+                                          const std::vector<std::string>& extra_args = {}) {
+    std::vector<std::string> argv = {Python(), SourceRoot() + "/tests/peers/ads_client.py",
+                                     "--target", target};
+    argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+    std::optional<CommandedSubprocess> peer = CommandedSubprocess::Start(argv);
+    if (!peer) return nullptr;
+    if (!peer->process().WaitForLine("READY", kWait)) {
+      ADD_FAILURE() << "ads_client.py did not start";
+      return nullptr;
+    }
+    return std::unique_ptr<AdsClient>(new AdsClient(std::move(*peer)));
+  }
+
+  // Sends a command; returns its reply (events arriving meanwhile are kept).
+  json Command(json command) {
+    EXPECT_TRUE(peer_.WriteLine(command.dump())) << "ads_client.py is gone";
+    while (std::optional<json> line = ReadLine()) {
+      if (line->contains("event")) {
+        events_.push_back(std::move(*line));
+        continue;
+      }
+      EXPECT_TRUE(line->value("ok", false)) << command.dump() << " -> " << line->dump();
+      return *line;
+    }
+    ADD_FAILURE() << "ads_client.py did not answer " << command.dump();
+    return json::object();
+  }
+
+  void Open(bool wait_for_ready = false) {
+    Command({{"cmd", "open"}, {"wait_for_ready", wait_for_ready}});
+  }
+  void Request(json request) {
+    request["cmd"] = "request";
+    Command(std::move(request));
+  }
+
+  // The next event line; a JSON null on timeout.
+  json NextEvent() {
+    if (!events_.empty()) {
+      json event = std::move(events_.front());
+      events_.pop_front();
+      return event;
+    }
+    std::optional<json> line = ReadLine();
+    if (!line) return json();
+    EXPECT_TRUE(line->contains("event")) << "reply without a command: " << line->dump();
+    return *line;
+  }
+
+ private:
+  explicit AdsClient(CommandedSubprocess peer) : peer_(std::move(peer)) {}
+
+  std::optional<json> ReadLine() {
+    std::optional<std::string> line = peer_.process().ReadLine(kWait);
+    if (!line) return std::nullopt;
+    json parsed = json::parse(*line, nullptr, /*allow_exceptions=*/false);
+    EXPECT_FALSE(parsed.is_discarded()) << "not JSON: " << *line;
+    return parsed;
+  }
+
+  CommandedSubprocess peer_;
+  std::deque<json> events_;
+};
+
+class FakeControlPlaneTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cp_ = FakeControlPlane::Start();
+    ASSERT_NE(cp_, nullptr);
+    client_ = AdsClient::Start(cp_->target());
+    ASSERT_NE(client_, nullptr);
+  }
+
+  // Opens a call and returns the stream id the control plane gave it.
+  int64_t OpenStream() {
+    client_->Open();
+    std::optional<int64_t> stream = cp_->WaitForStreamOpened(kWait);
+    EXPECT_TRUE(stream.has_value()) << "no stream_opened event";
+    return stream.value_or(-1);
+  }
+
+  std::unique_ptr<FakeControlPlane> cp_;
+  std::unique_ptr<AdsClient> client_;
+};
+
+TEST(Base64, RoundTripsEveryLength) {
+  EXPECT_EQ(Base64Encode(""), "");
+  EXPECT_EQ(Base64Encode("f"), "Zg==");
+  EXPECT_EQ(Base64Encode("fo"), "Zm8=");
+  EXPECT_EQ(Base64Encode("foo"), "Zm9v");
+  EXPECT_EQ(Base64Encode(std::string("\xff\x00\xfe", 3)), "/wD+");
+  std::string bytes;
+  for (int i = 0; i < 256; ++i) bytes += static_cast<char>(i);
+  for (size_t n = 0; n <= bytes.size(); n += 37) {
+    EXPECT_EQ(Base64Decode(Base64Encode(bytes.substr(0, n))), bytes.substr(0, n));
+  }
+  EXPECT_EQ(Base64Decode("Zg="), std::nullopt);
+  EXPECT_EQ(Base64Decode("Z=g="), std::nullopt);
+  EXPECT_EQ(Base64Decode("Zm9*"), std::nullopt);
+}
+
+TEST_F(FakeControlPlaneTest, RequestsArriveAsEventsWithNodeNamesNonceAndErrorDetail) {
+  int64_t stream = OpenStream();
+  client_->Request({{"type_url", kTypeA},
+                    {"resource_names", {"l1", "l2"}},
+                    {"node",
+                     {{"id", "node-1"},
+                      {"cluster", "cluster-1"},
+                      {"user_agent_name", "ads_client"},
+                      {"client_features", {"xds.config.resource-in-sotw"}}}}});
+  std::optional<ObservedRequest> first = cp_->NextRequest(kWait);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->stream, stream);
+  EXPECT_EQ(first->type_url, kTypeA);
+  EXPECT_EQ(first->resource_names, (std::vector<std::string>{"l1", "l2"}));
+  EXPECT_EQ(first->version_info, "");
+  EXPECT_EQ(first->response_nonce, "");
+  EXPECT_FALSE(first->error_detail.has_value());
+  ASSERT_TRUE(first->node.has_value());
+  EXPECT_EQ(first->node->id, "node-1");
+  EXPECT_EQ(first->node->cluster, "cluster-1");
+  EXPECT_EQ(first->node->user_agent_name, "ads_client");
+  EXPECT_EQ(first->node->client_features, std::vector<std::string>{"xds.config.resource-in-sotw"});
+
+  // A NACK without a node, of another type: the type filter skips it and
+  // leaves it queued.
+  client_->Request({{"type_url", kTypeB},
+                    {"resource_names", {"c1"}},
+                    {"version_info", "3"},
+                    {"response_nonce", "n-7"},
+                    {"error_detail", {{"code", 3}, {"message", "bad c1"}}}});
+  client_->Request({{"type_url", kTypeA}, {"resource_names", {"l1"}}});
+  std::optional<ObservedRequest> a = cp_->NextRequest(kWait, kTypeA);
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->resource_names, std::vector<std::string>{"l1"});
+  EXPECT_FALSE(a->node.has_value());
+  std::optional<ObservedRequest> nack = cp_->NextRequest(kWait);
+  ASSERT_TRUE(nack.has_value());
+  EXPECT_EQ(nack->type_url, kTypeB);
+  EXPECT_EQ(nack->version_info, "3");
+  EXPECT_EQ(nack->response_nonce, "n-7");
+  ASSERT_TRUE(nack->error_detail.has_value());
+  EXPECT_EQ(nack->error_detail->code, 3);
+  EXPECT_EQ(nack->error_detail->message, "bad c1");
+  EXPECT_FALSE(nack->node.has_value());
+  EXPECT_EQ(cp_->AllRequests().size(), 3u);
+}
+
+TEST_F(FakeControlPlaneTest, ScriptedResponseWithResourceErrorsReachesTheClient) {
+  OpenStream();
+  std::string l1 = SerializedAny(kTypeA, "listener-one");
+  ScriptedResponse response;
+  response.type_url = kTypeA;
+  response.version_info = "v1";
+  response.resources = {l1, ResponseResource("type.googleapis.com/wrong.Type", "xyz")};
+  response.resource_errors = {{"l2", kNotFound, "l2 is gone"}};
+  response.control_plane_identifier = "fake-cp-1";
+  std::string nonce = cp_->SendResponse(response);
+  EXPECT_FALSE(nonce.empty());
+
+  json got = client_->NextEvent();
+  ASSERT_EQ(got.value("event", ""), "response") << got.dump();
+  EXPECT_EQ(got["type_url"], kTypeA);
+  EXPECT_EQ(got["version_info"], "v1");
+  EXPECT_EQ(got["nonce"], nonce);
+  EXPECT_EQ(got["control_plane"], "fake-cp-1");
+  ASSERT_EQ(got["resources"].size(), 2u);
+  EXPECT_EQ(got["resources"][0]["type_url"], kTypeA);
+  EXPECT_EQ(got["resources"][0]["value_b64"], Base64Encode("listener-one"));
+  EXPECT_EQ(got["resources"][1]["type_url"], "type.googleapis.com/wrong.Type");
+  EXPECT_EQ(got["resources"][1]["value_b64"], Base64Encode("xyz"));
+  ASSERT_EQ(got["resource_errors"].size(), 1u);
+  EXPECT_EQ(got["resource_errors"][0]["name"], "l2");
+  EXPECT_EQ(got["resource_errors"][0]["code"], kNotFound);
+  EXPECT_EQ(got["resource_errors"][0]["message"], "l2 is gone");
+
+  // A nonce the test chooses is used as is.
+  response.nonce = "my-nonce";
+  response.resources.clear();
+  response.resource_errors.clear();
+  EXPECT_EQ(cp_->SendResponse(response), "my-nonce");
+  EXPECT_EQ(client_->NextEvent()["nonce"], "my-nonce");
+}
+
+TEST_F(FakeControlPlaneTest, WrappedResourcesCarryTheirNameAndVersion) {
+  OpenStream();
+  ResponseResource resource(SerializedAny(kTypeA, "inner"));
+  resource.wrapper_name = "l1";
+  resource.wrapper_version = "7";
+  ScriptedResponse response;
+  response.type_url = kTypeA;
+  response.version_info = "v1";
+  response.resources = {resource};
+  response.wrap_in_resource = true;
+  cp_->SendResponse(response);
+
+  json got = client_->NextEvent();
+  ASSERT_EQ(got.value("event", ""), "response") << got.dump();
+  ASSERT_EQ(got["resources"].size(), 1u);
+  EXPECT_EQ(got["resources"][0]["type_url"], kWrapperType);
+  json wrapper = got["resources"][0]["wrapper"];
+  EXPECT_EQ(wrapper["name"], "l1");
+  EXPECT_EQ(wrapper["version"], "7");
+  EXPECT_EQ(wrapper["type_url"], kTypeA);
+  EXPECT_EQ(wrapper["value_b64"], Base64Encode("inner"));
+}
+
+TEST_F(FakeControlPlaneTest, RawMessageIsNotADiscoveryResponse) {
+  OpenStream();
+  ASSERT_TRUE(cp_->SendRawMessage("\xff\xff\xff"));
+  json got = client_->NextEvent();
+  EXPECT_EQ(got.value("undecodable_b64", ""), Base64Encode("\xff\xff\xff")) << got.dump();
+}
+
+TEST_F(FakeControlPlaneTest, ServerClosesStreamWithStatus) {
+  int64_t stream = OpenStream();
+  ASSERT_TRUE(cp_->CloseStream(kUnavailable, "going away"));
+  json got = client_->NextEvent();
+  EXPECT_EQ(got.value("event", ""), "call_ended") << got.dump();
+  EXPECT_EQ(got.value("code", -1), kUnavailable);
+  EXPECT_EQ(got.value("details", ""), "going away");
+  EXPECT_EQ(cp_->WaitForStreamClosed(kWait), stream);
+  EXPECT_TRUE(cp_->OpenStreams().empty());
+}
+
+TEST_F(FakeControlPlaneTest, ClientCancelIsAStreamClosedEvent) {
+  int64_t stream = OpenStream();
+  client_->Command({{"cmd", "cancel"}});
+  EXPECT_EQ(cp_->WaitForStreamClosed(kWait, stream), stream);
+  bool found = false;
+  for (const ObservedEvent& event : cp_->events()) {
+    if (event.kind != "stream_closed") continue;
+    found = true;
+    EXPECT_EQ(json::parse(event.json).value("closed_by", ""), "peer");
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST_F(FakeControlPlaneTest, CommandsPickTheLatestStreamOrTheNamedOne) {
+  int64_t first = OpenStream();
+  int64_t second = OpenStream();
+  EXPECT_NE(first, second);
+  EXPECT_EQ(cp_->OpenStreams(), (std::vector<int64_t>{first, second}));
+
+  ScriptedResponse response;
+  response.type_url = kTypeA;
+  response.version_info = "to-first";
+  response.stream = first;
+  cp_->SendResponse(response);
+  json got = client_->NextEvent();
+  EXPECT_EQ(got.value("call", 0), 1);
+  EXPECT_EQ(got.value("version_info", ""), "to-first");
+
+  response.version_info = "to-latest";
+  response.stream.reset();
+  cp_->SendResponse(response);
+  got = client_->NextEvent();
+  EXPECT_EQ(got.value("call", 0), 2);
+  EXPECT_EQ(got.value("version_info", ""), "to-latest");
+
+  ASSERT_TRUE(cp_->CloseAllStreams(kUnavailable, "all"));
+  EXPECT_TRUE(cp_->WaitForStreamClosed(kWait).has_value());
+  EXPECT_TRUE(cp_->WaitForStreamClosed(kWait).has_value());
+  // Nothing open: a send is an error the control plane reports.
+  std::optional<std::string> reply = cp_->RawCommand(R"({"cmd":"send","type_url":"x"})");
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_FALSE(json::parse(*reply).value("ok", true)) << *reply;
+  reply = cp_->RawCommand(R"({"cmd":"no_such_command"})");
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_FALSE(json::parse(*reply).value("ok", true)) << *reply;
+}
+
+}  // namespace
+}  // namespace uxds::testing
