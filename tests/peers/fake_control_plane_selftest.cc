@@ -313,5 +313,180 @@ TEST_F(FakeControlPlaneTest, CommandsPickTheLatestStreamOrTheNamedOne) {
   EXPECT_FALSE(json::parse(*reply).value("ok", true)) << *reply;
 }
 
+// Automatic answers: every requested name the store has, pushed again when
+// the store changes, and no answer to an ACK of what was sent.
+TEST_F(FakeControlPlaneTest, StoredResourcesAnswerRequestsAndArePushedOnChange) {
+  std::string l1 = SerializedAny(kTypeA, "l1-v1");
+  std::string l2 = SerializedAny(kTypeA, "l2-v1");
+  ASSERT_TRUE(cp_->SetResources(kTypeA, {{"l1", l1}, {"l2", l2}}, "1",
+                                {{"l3", kNotFound, "l3 withdrawn"}}));
+  OpenStream();
+  client_->Request({{"type_url", kTypeA}, {"resource_names", {"l1", "l3", "l9"}}});
+  json first = client_->NextEvent();
+  ASSERT_EQ(first.value("event", ""), "response") << first.dump();
+  EXPECT_EQ(first["version_info"], "1");
+  ASSERT_EQ(first["resources"].size(), 1u);
+  EXPECT_EQ(first["resources"][0]["value_b64"], Base64Encode("l1-v1"));
+  ASSERT_EQ(first["resource_errors"].size(), 1u);
+  EXPECT_EQ(first["resource_errors"][0]["name"], "l3");
+
+  // The ACK is not answered: the next response the client sees is the
+  // push caused by the store change below, not a repeat of version 1.
+  client_->Request({{"type_url", kTypeA},
+                    {"resource_names", {"l1", "l3", "l9"}},
+                    {"version_info", "1"},
+                    {"response_nonce", first["nonce"]}});
+  std::optional<ObservedRequest> ack = cp_->NextRequestMatching(
+      kWait, [&](const ObservedRequest& r) { return r.response_nonce == first["nonce"]; });
+  ASSERT_TRUE(ack.has_value());
+  ASSERT_TRUE(cp_->SetResources(kTypeA, {{"l1", SerializedAny(kTypeA, "l1-v2")}}, "2"));
+  json pushed = client_->NextEvent();
+  EXPECT_EQ(pushed.value("version_info", ""), "2") << pushed.dump();
+  ASSERT_EQ(pushed["resources"].size(), 1u);
+  EXPECT_EQ(pushed["resources"][0]["value_b64"], Base64Encode("l1-v2"));
+  EXPECT_TRUE(pushed["resource_errors"].empty());
+
+  // A changed subscription is answered with the whole requested set.
+  client_->Request({{"type_url", kTypeA},
+                    {"resource_names", {"l1", "l2"}},
+                    {"version_info", "2"},
+                    {"response_nonce", pushed["nonce"]}});
+  json resubscribed = client_->NextEvent();
+  EXPECT_EQ(resubscribed.value("version_info", ""), "2") << resubscribed.dump();
+  EXPECT_EQ(resubscribed["resources"].size(), 1u);  // l2 is gone from the store
+
+  // Requests of a type without a store are only recorded.
+  client_->Request({{"type_url", kTypeB}, {"resource_names", {"c1"}}});
+  ASSERT_TRUE(cp_->NextRequest(kWait, kTypeB).has_value());
+  ASSERT_TRUE(cp_->ClearResources(kTypeA));
+  ScriptedResponse marker;
+  marker.type_url = kTypeB;
+  marker.version_info = "marker";
+  cp_->SendResponse(marker);
+  EXPECT_EQ(client_->NextEvent().value("version_info", ""), "marker");
+}
+
+TEST_F(FakeControlPlaneTest, IgnoredRequestsAreAnsweredOnlyAfterIgnoringEnds) {
+  ASSERT_TRUE(cp_->SetResources(kTypeA, {{"l1", SerializedAny(kTypeA, "l1")}}, "1"));
+  ASSERT_TRUE(cp_->IgnoreRequests(true, kTypeA));
+  OpenStream();
+  client_->Request({{"type_url", kTypeA}, {"resource_names", {"l1"}}});
+  ASSERT_TRUE(cp_->NextRequest(kWait, kTypeA).has_value());
+  // Had the request been answered, that answer would come before this one.
+  ScriptedResponse marker;
+  marker.type_url = kTypeB;
+  marker.version_info = "marker";
+  cp_->SendResponse(marker);
+  EXPECT_EQ(client_->NextEvent().value("version_info", ""), "marker");
+  ASSERT_TRUE(cp_->DelayResponses(std::chrono::milliseconds(50)));
+  ASSERT_TRUE(cp_->IgnoreRequests(false, kTypeA));
+  json answer = client_->NextEvent();
+  EXPECT_EQ(answer.value("type_url", ""), kTypeA) << answer.dump();
+  EXPECT_EQ(answer.value("version_info", ""), "1");
+}
+
+// StopListening refuses new connections but keeps established ones;
+// DropAllConnections cuts those; RestartListening lets clients back in.
+TEST_F(FakeControlPlaneTest, StopListeningDropConnectionsAndRestart) {
+  int64_t stream = OpenStream();
+  ASSERT_TRUE(cp_->StopListening());
+  ScriptedResponse response;
+  response.type_url = kTypeA;
+  response.version_info = "still-connected";
+  cp_->SendResponse(response);
+  EXPECT_EQ(client_->NextEvent().value("version_info", ""), "still-connected");
+
+  ASSERT_TRUE(cp_->DropAllConnections());
+  json ended = client_->NextEvent();
+  EXPECT_EQ(ended.value("event", ""), "call_ended") << ended.dump();
+  EXPECT_EQ(ended.value("code", -1), kUnavailable);
+  EXPECT_EQ(cp_->WaitForStreamClosed(kWait), stream);
+
+  // Nothing listens: a call that does not wait for the server fails.
+  client_->Open(/*wait_for_ready=*/false);
+  json refused = client_->NextEvent();
+  EXPECT_EQ(refused.value("event", ""), "call_ended") << refused.dump();
+  EXPECT_EQ(refused.value("code", -1), kUnavailable);
+
+  ASSERT_TRUE(cp_->RestartListening());
+  client_->Open(/*wait_for_ready=*/true);
+  std::optional<int64_t> again = cp_->WaitForStreamOpened(kWait);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_NE(*again, stream);
+  client_->Request({{"type_url", kTypeA}, {"resource_names", {"l1"}}});
+  std::optional<ObservedRequest> request = cp_->NextRequest(kWait);
+  ASSERT_TRUE(request.has_value());
+  EXPECT_EQ(request->stream, *again);
+}
+
+TEST(FakeControlPlaneTls, ServesTlsAndMutualTls) {
+  TempDir dir;
+  TestCertificates certs = MakeTestCertificates(dir.path());
+  for (bool mutual : {false, true}) {
+    SCOPED_TRACE(mutual ? "mutual TLS" : "TLS");
+    FakeControlPlaneOptions options;
+    options.tls_cert_file = certs.server_cert;
+    options.tls_key_file = certs.server_key;
+    std::vector<std::string> client_args = {"--ca", certs.ca_cert};
+    if (mutual) {
+      options.client_ca_file = certs.ca_cert;
+      client_args.insert(client_args.end(),
+                         {"--client-cert", certs.client_cert, "--client-key", certs.client_key});
+    }
+    std::unique_ptr<FakeControlPlane> cp = FakeControlPlane::Start(options);
+    ASSERT_NE(cp, nullptr);
+    std::unique_ptr<AdsClient> client = AdsClient::Start(cp->target(), client_args);
+    ASSERT_NE(client, nullptr);
+    client->Open(/*wait_for_ready=*/true);
+    client->Request({{"type_url", kTypeA}, {"resource_names", {"l1"}}});
+    std::optional<ObservedRequest> request = cp->NextRequest(kWait);
+    ASSERT_TRUE(request.has_value());
+    EXPECT_EQ(request->resource_names, std::vector<std::string>{"l1"});
+    ScriptedResponse response;
+    response.type_url = kTypeA;
+    response.version_info = "over-tls";
+    cp->SendResponse(response);
+    EXPECT_EQ(client->NextEvent().value("version_info", ""), "over-tls");
+  }
+}
+
+TEST(FakeControlPlaneTls, ClientWithoutCertificateIsRejectedUnderMutualTls) {
+  TempDir dir;
+  TestCertificates certs = MakeTestCertificates(dir.path());
+  FakeControlPlaneOptions options;
+  options.tls_cert_file = certs.server_cert;
+  options.tls_key_file = certs.server_key;
+  options.client_ca_file = certs.ca_cert;
+  std::unique_ptr<FakeControlPlane> cp = FakeControlPlane::Start(options);
+  ASSERT_NE(cp, nullptr);
+  std::unique_ptr<AdsClient> client = AdsClient::Start(cp->target(), {"--ca", certs.ca_cert});
+  ASSERT_NE(client, nullptr);
+  client->Open(/*wait_for_ready=*/false);
+  json ended = client->NextEvent();
+  EXPECT_EQ(ended.value("event", ""), "call_ended") << ended.dump();
+  EXPECT_EQ(ended.value("code", -1), kUnavailable);
+  EXPECT_TRUE(cp->OpenStreams().empty());
+}
+
+// The control plane must never outlive its test: it exits as soon as its
+// command channel closes, even with a client connected.
+TEST(FakeControlPlaneProcess, ExitsWhenItsCommandChannelCloses) {
+  std::optional<CommandedSubprocess> peer =
+      CommandedSubprocess::Start({Python(), SourceRoot() + "/tests/peers/fake_control_plane.py"});
+  ASSERT_TRUE(peer.has_value());
+  std::optional<std::string> port = peer->process().WaitForLine("PORT ", kWait);
+  ASSERT_TRUE(port.has_value());
+  std::unique_ptr<AdsClient> client = AdsClient::Start("127.0.0.1:" + *port);
+  ASSERT_NE(client, nullptr);
+  client->Open();
+  ASSERT_TRUE(peer->process().WaitForLine(R"({"event":"stream_opened")", kWait).has_value());
+  peer->CloseCommands();
+  while (peer->process().ReadLine(kWait)) {
+  }
+  EXPECT_EQ(peer->process().Wait(kWait), 0);
+  json ended = client->NextEvent();
+  EXPECT_EQ(ended.value("event", ""), "call_ended") << ended.dump();
+}
+
 }  // namespace
 }  // namespace uxds::testing
