@@ -1,0 +1,68 @@
+// ClusterResource's JSON summary.
+#include "uxds/resources/cluster.h"
+#include "xds/resources/resource_json.h"
+
+namespace uxds {
+namespace {
+
+ResourceJson LbPolicyJson(const ClusterResource::LbPolicy& policy) {
+  ResourceJson json;
+  json["weighted_locality"] = policy.weighted_locality;
+  if (policy.endpoint_picking == ClusterResource::LbPolicy::EndpointPicking::kRingHash) {
+    json["endpoint_picking"] = "RING_HASH";
+    json["min_ring_size"] = policy.min_ring_size;
+    json["max_ring_size"] = policy.max_ring_size;
+  } else {
+    json["endpoint_picking"] = "ROUND_ROBIN";
+  }
+  return json;
+}
+
+ResourceJson OutlierDetectionJson(const ClusterResource::OutlierDetection& config) {
+  ResourceJson json;
+  json["interval"] = DurationJson(config.interval);
+  json["base_ejection_time"] = DurationJson(config.base_ejection_time);
+  json["max_ejection_time"] = DurationJson(config.max_ejection_time);
+  json["max_ejection_percent"] = config.max_ejection_percent;
+  if (config.success_rate_ejection.has_value()) {
+    const auto& ejection = *config.success_rate_ejection;
+    json["success_rate_ejection"] = {{"stdev_factor", ejection.stdev_factor},
+                                     {"enforcement_percentage", ejection.enforcement_percentage},
+                                     {"minimum_hosts", ejection.minimum_hosts},
+                                     {"request_volume", ejection.request_volume}};
+  }
+  if (config.failure_percentage_ejection.has_value()) {
+    const auto& ejection = *config.failure_percentage_ejection;
+    json["failure_percentage_ejection"] = {
+        {"threshold", ejection.threshold},
+        {"enforcement_percentage", ejection.enforcement_percentage},
+        {"minimum_hosts", ejection.minimum_hosts},
+        {"request_volume", ejection.request_volume}};
+  }
+  return json;
+}
+
+}  // namespace
+
+std::string ClusterResource::ToJson() const {
+  ResourceJson json;
+  if (const auto* eds = std::get_if<Eds>(&type)) {
+    json["type"] = "EDS";
+    json["eds_service_name"] = eds->eds_service_name;
+  } else if (const auto* dns = std::get_if<LogicalDns>(&type)) {
+    json["type"] = "LOGICAL_DNS";
+    json["dns_hostname"] = dns->hostname;
+  } else {
+    json["type"] = "AGGREGATE";
+    json["clusters"] = std::get<Aggregate>(type).prioritized_cluster_names;
+  }
+  json["lb_policy"] = LbPolicyJson(lb_policy);
+  json["max_concurrent_requests"] = max_concurrent_requests;
+  if (lrs_server.has_value()) json["lrs_server"] = lrs_server->server_uri;
+  if (outlier_detection.has_value()) {
+    json["outlier_detection"] = OutlierDetectionJson(*outlier_detection);
+  }
+  return json.dump();
+}
+
+}  // namespace uxds

@@ -1,0 +1,39 @@
+// The XdsResourceType adapters around the resource decoders.
+#include "uxds/xds_resources.h"
+#include "xds/resources/resource_decoders.h"
+
+namespace uxds {
+namespace {
+
+template <typename Resource>
+XdsResourceType::DecodeResult ToDecodeResult(DecodedResource<Resource> decoded) {
+  if (!decoded.resource.ok()) {
+    return {std::move(decoded.name), decoded.resource.status()};
+  }
+  return {std::move(decoded.name),
+          XdsResourceData(std::make_shared<const Resource>(*std::move(decoded.resource)))};
+}
+
+}  // namespace
+
+const ClusterResourceType& ClusterResourceType::Get() {
+  static const ClusterResourceType* const type = new ClusterResourceType();
+  return *type;
+}
+
+XdsResourceType::DecodeResult ClusterResourceType::Decode(const XdsDecodeContext& context,
+                                                          std::string_view serialized) const {
+  return ToDecodeResult(DecodeCluster(context, serialized));
+}
+
+const EndpointResourceType& EndpointResourceType::Get() {
+  static const EndpointResourceType* const type = new EndpointResourceType();
+  return *type;
+}
+
+XdsResourceType::DecodeResult EndpointResourceType::Decode(const XdsDecodeContext& context,
+                                                           std::string_view serialized) const {
+  return ToDecodeResult(DecodeEndpoints(context, serialized));
+}
+
+}  // namespace uxds
