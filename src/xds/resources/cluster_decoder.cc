@@ -325,7 +325,8 @@ ClusterResource::OutlierDetection ParseOutlierDetection(
     const uint32_t enforcement =
         CheckPercentage(proto.enforcing_success_rate().value(), ".enforcing_success_rate", errors);
     if (enforcement != 0) {
-      auto& ejection = config.success_rate_ejection.emplace();
+      auto& ejection = config.success_rate_ejection.emplace(
+          ClusterResource::OutlierDetection::SuccessRateEjection{});
       ejection.enforcement_percentage = enforcement;
       if (proto.has_success_rate_minimum_hosts()) {
         ejection.minimum_hosts = proto.success_rate_minimum_hosts().value();
@@ -342,7 +343,8 @@ ClusterResource::OutlierDetection ParseOutlierDetection(
     const uint32_t enforcement = CheckPercentage(proto.enforcing_failure_percentage().value(),
                                                  ".enforcing_failure_percentage", errors);
     if (enforcement != 0) {
-      auto& ejection = config.failure_percentage_ejection.emplace();
+      auto& ejection = config.failure_percentage_ejection.emplace(
+          ClusterResource::OutlierDetection::FailurePercentageEjection{});
       ejection.enforcement_percentage = enforcement;
       if (proto.has_failure_percentage_minimum_hosts()) {
         ejection.minimum_hosts = proto.failure_percentage_minimum_hosts().value();
