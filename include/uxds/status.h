@@ -128,3 +128,9 @@ class [[nodiscard]] StatusOr {
     ::uxds::Status uxds_status_ = (expr);        \
     if (!uxds_status_.ok()) return uxds_status_; \
   } while (0)
+// The same inside a coroutine (Task<Status> / Task<StatusOr<T>>).
+#define UXDS_CO_RETURN_IF_ERROR(expr)               \
+  do {                                              \
+    ::uxds::Status uxds_status_ = (expr);           \
+    if (!uxds_status_.ok()) co_return uxds_status_; \
+  } while (0)

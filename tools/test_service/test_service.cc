@@ -1,0 +1,100 @@
+#include "test_service/test_service.h"
+
+#include "grpc/testing/empty.pb.h"
+#include "grpc/testing/messages.pb.h"
+#include "http2/server_call.h"
+
+namespace uxds::test_service {
+namespace {
+
+constexpr std::string_view kEchoInitial = "x-grpc-test-echo-initial";
+constexpr std::string_view kEchoTrailing = "x-grpc-test-echo-trailing-bin";
+
+// Interop spec: echo these two request keys back as initial / trailing metadata.
+void EchoInteropMetadata(http2::ServerCall& call) {
+  for (const auto& [key, value] : call.request_metadata()) {
+    if (key == kEchoInitial) call.AddInitialMetadata(key, value);
+    if (key == kEchoTrailing) call.AddTrailingMetadata(key, value);
+  }
+}
+
+Status EchoStatusOf(const grpc::testing::EchoStatus& echo) {
+  return Status(StatusCodeFromInt(echo.code()), echo.message());
+}
+
+Status BadRequest(std::string_view what) {
+  return InvalidArgumentError("cannot parse " + std::string(what));
+}
+
+Task<Status> EmptyCall(http2::ServerCall& call) {
+  auto request = co_await call.Read();
+  grpc::testing::Empty empty;
+  if (!request || !empty.ParseFromString(*request)) co_return BadRequest("Empty");
+  EchoInteropMetadata(call);
+  co_return co_await call.Write(grpc::testing::Empty().SerializeAsString());
+}
+
+Task<Status> UnaryCall(http2::ServerCall& call, const std::string& server_id) {
+  auto bytes = co_await call.Read();
+  grpc::testing::SimpleRequest request;
+  if (!bytes || !request.ParseFromString(*bytes)) co_return BadRequest("SimpleRequest");
+  EchoInteropMetadata(call);
+  if (request.has_response_status() && request.response_status().code() != 0) {
+    co_return EchoStatusOf(request.response_status());
+  }
+  grpc::testing::SimpleResponse response;
+  if (request.response_size() > 0) {
+    response.mutable_payload()->set_body(
+        std::string(static_cast<size_t>(request.response_size()), '\0'));
+  }
+  if (request.fill_server_id()) response.set_server_id(server_id);
+  co_return co_await call.Write(response.SerializeAsString());
+}
+
+Task<Status> WriteResponses(http2::ServerCall& call,
+                            const grpc::testing::StreamingOutputCallRequest& request) {
+  for (const auto& params : request.response_parameters()) {
+    grpc::testing::StreamingOutputCallResponse response;
+    response.mutable_payload()->set_body(std::string(static_cast<size_t>(params.size()), '\0'));
+    UXDS_CO_RETURN_IF_ERROR(co_await call.Write(response.SerializeAsString()));
+  }
+  co_return OkStatus();
+}
+
+Task<Status> StreamingOutputCall(http2::ServerCall& call) {
+  auto bytes = co_await call.Read();
+  grpc::testing::StreamingOutputCallRequest request;
+  if (!bytes || !request.ParseFromString(*bytes)) {
+    co_return BadRequest("StreamingOutputCallRequest");
+  }
+  EchoInteropMetadata(call);
+  UXDS_CO_RETURN_IF_ERROR(co_await WriteResponses(call, request));
+  if (request.has_response_status()) co_return EchoStatusOf(request.response_status());
+  co_return OkStatus();
+}
+
+Task<Status> FullDuplexCall(http2::ServerCall& call) {
+  EchoInteropMetadata(call);
+  while (auto bytes = co_await call.Read()) {
+    grpc::testing::StreamingOutputCallRequest request;
+    if (!request.ParseFromString(*bytes)) co_return BadRequest("StreamingOutputCallRequest");
+    if (request.has_response_status() && request.response_status().code() != 0) {
+      co_return EchoStatusOf(request.response_status());
+    }
+    UXDS_CO_RETURN_IF_ERROR(co_await WriteResponses(call, request));
+  }
+  co_return OkStatus();
+}
+
+}  // namespace
+
+void RegisterTestService(http2::ServiceRegistry& registry, std::string server_id) {
+  registry.Register(kEmptyCall, EmptyCall);
+  registry.Register(kUnaryCall, [server_id = std::move(server_id)](http2::ServerCall& call) {
+    return UnaryCall(call, server_id);
+  });
+  registry.Register(kStreamingOutputCall, StreamingOutputCall);
+  registry.Register(kFullDuplexCall, FullDuplexCall);
+}
+
+}  // namespace uxds::test_service

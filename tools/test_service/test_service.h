@@ -1,0 +1,23 @@
+// grpc.testing.TestService (grpc-proto's test.proto) on the uxds HTTP/2
+// server: what the demo serves and what interop tests and benches call, so
+// that the standard gRPC interop clients can talk to a uxds server.
+#pragma once
+
+#include <string>
+
+#include "http2/service_registry.h"
+
+namespace uxds::test_service {
+
+inline constexpr const char* kEmptyCall = "/grpc.testing.TestService/EmptyCall";
+inline constexpr const char* kUnaryCall = "/grpc.testing.TestService/UnaryCall";
+inline constexpr const char* kStreamingOutputCall = "/grpc.testing.TestService/StreamingOutputCall";
+inline constexpr const char* kFullDuplexCall = "/grpc.testing.TestService/FullDuplexCall";
+
+// Registers EmptyCall, UnaryCall, StreamingOutputCall and FullDuplexCall.
+// UnaryCall and FullDuplexCall honor response_size / response_parameters,
+// response_status and fill_server_id (`server_id`), and echo the interop
+// metadata keys x-grpc-test-echo-initial / x-grpc-test-echo-trailing-bin.
+void RegisterTestService(http2::ServiceRegistry& registry, std::string server_id);
+
+}  // namespace uxds::test_service

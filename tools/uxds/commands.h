@@ -1,0 +1,22 @@
+// The subcommands of the uxds tool.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace uxds::tool {
+
+// Exit codes shared by every subcommand.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitRuntimeError = 1;
+inline constexpr int kExitUsage = 2;
+
+struct Command {
+  const char* name;
+  const char* summary;
+  int (*run)(const std::vector<std::string>& args);
+};
+
+int RunDemo(const std::vector<std::string>& args);
+
+}  // namespace uxds::tool

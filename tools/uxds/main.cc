@@ -1,0 +1,41 @@
+// uxds: the command-line tool. `uxds <command> [args...]`; `uxds help`.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+
+namespace uxds::tool {
+namespace {
+
+const Command kCommands[] = {
+    {"demo", "run the demo on loopback: uxds servers and clients with gRPC peers", RunDemo},
+};
+
+void PrintUsage(std::FILE* out) {
+  std::fprintf(out, "usage: uxds <command> [args...]\n\ncommands:\n");
+  for (const Command& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
+}
+
+}  // namespace
+}  // namespace uxds::tool
+
+int main(int argc, char** argv) {
+  using namespace uxds::tool;
+  if (argc < 2) {
+    PrintUsage(stderr);
+    return kExitUsage;
+  }
+  std::string name = argv[1];
+  if (name == "help" || name == "--help" || name == "-h") {
+    PrintUsage(stdout);
+    return kExitOk;
+  }
+  std::vector<std::string> args(argv + 2, argv + argc);
+  for (const Command& c : kCommands) {
+    if (name == c.name) return c.run(args);
+  }
+  std::fprintf(stderr, "uxds: unknown command \"%s\"\n\n", name.c_str());
+  PrintUsage(stderr);
+  return kExitUsage;
+}
