@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstring>
 #include <utility>
 
 namespace uxds {
@@ -35,18 +36,11 @@ std::string SubjectOf(X509* cert) {
   return std::string(reinterpret_cast<const char*>(data), len);
 }
 
-// Both memory BIOs of a new SSL object; SSL_set_bio hands them to `ssl`.
-bool AttachMemoryBios(SSL* ssl, BIO** in, BIO** out) {
-  *in = BIO_new(BIO_s_mem());
-  *out = BIO_new(BIO_s_mem());
-  if (*in == nullptr || *out == nullptr) {
-    BIO_free(*in);
-    BIO_free(*out);
-    return false;
-  }
-  SSL_set_bio(ssl, *in, *out);
-  return true;
-}
+// Room kept free at the end of the input buffer for one transport read;
+// compacting or growing makes at least this much.
+constexpr size_t kMinInputSpace = 4096;
+// The input buffer's usual size: two full TLS records per transport read.
+constexpr size_t kInputBufferSize = 2 * (16384 + 256);
 
 }  // namespace
 
@@ -75,10 +69,8 @@ StatusOr<std::unique_ptr<TlsEngine>> TlsEngine::CreateClient(
     }
   }
   SSL_set_connect_state(ssl.get());
-  BIO* in = nullptr;
-  BIO* out = nullptr;
-  if (!AttachMemoryBios(ssl.get(), &in, &out)) return InternalError("BIO_new failed");
-  std::unique_ptr<TlsEngine> engine(new TlsEngine(ssl.release(), in, out, /*is_client=*/true));
+  std::unique_ptr<TlsEngine> engine(new TlsEngine(ssl.release(), /*is_client=*/true));
+  if (!engine->AttachBio()) return InternalError("BIO_new failed");
   engine->alpn_required_ = !context->config().alpn.empty();
   engine->context_ = std::move(context);
   return engine;
@@ -89,41 +81,111 @@ StatusOr<std::unique_ptr<TlsEngine>> TlsEngine::CreateServer(
   bssl::UniquePtr<SSL> ssl(SSL_new(context->native_handle()));
   if (ssl == nullptr) return InternalError("SSL_new failed");
   SSL_set_accept_state(ssl.get());
-  BIO* in = nullptr;
-  BIO* out = nullptr;
-  if (!AttachMemoryBios(ssl.get(), &in, &out)) return InternalError("BIO_new failed");
-  std::unique_ptr<TlsEngine> engine(new TlsEngine(ssl.release(), in, out, /*is_client=*/false));
+  std::unique_ptr<TlsEngine> engine(new TlsEngine(ssl.release(), /*is_client=*/false));
+  if (!engine->AttachBio()) return InternalError("BIO_new failed");
   // The server side of the ALPN requirement is enforced inside the handshake
   // by the context's callbacks.
   engine->context_ = std::move(context);
   return engine;
 }
 
-TlsEngine::TlsEngine(ssl_st* ssl, bio_st* network_in, bio_st* network_out, bool is_client)
-    : ssl_(ssl), network_in_(network_in), network_out_(network_out), is_client_(is_client) {}
+TlsEngine::TlsEngine(ssl_st* ssl, bool is_client) : ssl_(ssl), is_client_(is_client) {}
 
 TlsEngine::~TlsEngine() { SSL_free(ssl_); }
 
-void TlsEngine::PutCiphertext(std::span<const uint8_t> data) {
-  while (!data.empty()) {
-    int n = BIO_write(network_in_, data.data(), ClampToInt(data.size()));
-    if (n <= 0) return;  // only on allocation failure; the handshake/read then fails
-    data = data.subspan(static_cast<size_t>(n));
+bool TlsEngine::AttachBio() {
+  // One BIO_METHOD for every engine, made on first use and kept for the
+  // life of the process.
+  static const BIO_METHOD* const method = [] {
+    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "uxds TLS engine");
+    if (m != nullptr) {
+      BIO_meth_set_read(m, &TlsEngine::BioRead);
+      BIO_meth_set_write(m, &TlsEngine::BioWrite);
+      BIO_meth_set_ctrl(m, &TlsEngine::BioCtrl);
+    }
+    return m;
+  }();
+  if (method == nullptr) return false;
+  BIO* bio = BIO_new(method);
+  if (bio == nullptr) return false;
+  BIO_set_data(bio, this);
+  BIO_set_init(bio, 1);
+  // The same BIO both ways: SSL takes its single reference.
+  SSL_set_bio(ssl_, bio, bio);
+  return true;
+}
+
+int TlsEngine::BioRead(BIO* bio, char* out, int len) {
+  auto* self = static_cast<TlsEngine*>(BIO_get_data(bio));
+  BIO_clear_retry_flags(bio);
+  size_t available = self->input_end_ - self->input_begin_;
+  if (available == 0) {
+    if (self->end_of_input_) return 0;  // EOF
+    BIO_set_retry_read(bio);            // come back with more ciphertext
+    return -1;
+  }
+  size_t n = std::min(available, static_cast<size_t>(std::max(len, 0)));
+  std::memcpy(out, self->input_.data() + self->input_begin_, n);
+  // Only the front moves here: a transport read may be filling the room at
+  // the end.
+  self->input_begin_ += n;
+  return static_cast<int>(n);
+}
+
+int TlsEngine::BioWrite(BIO* bio, const char* in, int len) {
+  auto* self = static_cast<TlsEngine*>(BIO_get_data(bio));
+  BIO_clear_retry_flags(bio);
+  if (len <= 0) return 0;
+  self->output_.insert(self->output_.end(), in, in + len);
+  return len;
+}
+
+long TlsEngine::BioCtrl(BIO* bio, int cmd, long /*larg*/, void* /*parg*/) {
+  auto* self = static_cast<TlsEngine*>(BIO_get_data(bio));
+  switch (cmd) {
+    case BIO_CTRL_FLUSH:  // written bytes are in output_ already
+      return 1;
+    case BIO_CTRL_PENDING:
+      return static_cast<long>(self->input_end_ - self->input_begin_);
+    case BIO_CTRL_WPENDING:
+      return static_cast<long>(self->output_.size());
+    default:
+      return 0;
   }
 }
 
-void TlsEngine::PutEndOfInput() {
-  end_of_input_ = true;
-  // An empty read BIO now reports EOF instead of "retry later".
-  BIO_set_mem_eof_return(network_in_, 0);
+std::span<uint8_t> TlsEngine::InputSpace() {
+  if (input_begin_ == input_end_) {
+    input_begin_ = input_end_ = 0;
+  } else if (input_.size() - input_end_ < kMinInputSpace && input_begin_ > 0) {
+    // Usually less than one record remains: move it to the front.
+    std::memmove(input_.data(), input_.data() + input_begin_, input_end_ - input_begin_);
+    input_end_ -= input_begin_;
+    input_begin_ = 0;
+  }
+  if (input_.size() - input_end_ < kMinInputSpace) {
+    input_.resize(std::max(kInputBufferSize, input_end_ + kMinInputSpace));
+  }
+  return std::span<uint8_t>(input_.data() + input_end_, input_.size() - input_end_);
 }
 
-size_t TlsEngine::ciphertext_pending() const { return BIO_pending(network_out_); }
+void TlsEngine::CommitInput(size_t n) { input_end_ = std::min(input_end_ + n, input_.size()); }
 
-size_t TlsEngine::TakeCiphertext(std::span<uint8_t> out) {
-  if (out.empty() || BIO_pending(network_out_) == 0) return 0;
-  int n = BIO_read(network_out_, out.data(), ClampToInt(out.size()));
-  return n > 0 ? static_cast<size_t>(n) : 0;
+void TlsEngine::PutCiphertext(std::span<const uint8_t> data) {
+  while (!data.empty()) {
+    std::span<uint8_t> room = InputSpace();
+    size_t n = std::min(room.size(), data.size());
+    std::memcpy(room.data(), data.data(), n);
+    CommitInput(n);
+    data = data.subspan(n);
+  }
+}
+
+void TlsEngine::PutEndOfInput() { end_of_input_ = true; }
+
+void TlsEngine::TakeCiphertext(std::vector<uint8_t>& out) {
+  out.clear();
+  out.swap(output_);
 }
 
 StatusOr<bool> TlsEngine::Handshake() {

@@ -1,10 +1,16 @@
-// TlsEngine: one BoringSSL connection over two memory BIOs, without I/O.
+// TlsEngine: one BoringSSL connection over in-memory buffers, without I/O.
 //
-// The owner moves bytes: ciphertext received from the peer goes in with
-// PutCiphertext(), ciphertext for the peer comes out with TakeCiphertext().
-// Handshake(), Read() and Write() never block: when BoringSSL needs more
+// The owner moves bytes: ciphertext received from the peer goes into the
+// engine's input buffer (InputSpace() + CommitInput(), so a transport can
+// read straight into it), ciphertext for the peer comes out with
+// TakeCiphertext() (a buffer swap, so a transport can write straight from
+// it). Handshake(), Read() and Write() never block: when BoringSSL needs more
 // ciphertext they report `need_input`. TlsStream drives an engine over a
 // ByteStream; tests drive two engines against each other in memory.
+//
+// BoringSSL sees both buffers through one memory BIO of our own (rather than
+// two BIO_s_mem, which would copy every byte once more on each side and move
+// the remaining input down after each record read).
 #pragma once
 
 #include <cstddef>
@@ -13,6 +19,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tls/tls_context.h"
 #include "uxds/status.h"
@@ -35,16 +42,23 @@ class TlsEngine {
   TlsEngine(const TlsEngine&) = delete;
   TlsEngine& operator=(const TlsEngine&) = delete;
 
-  // Ciphertext from the peer.
+  // Room for ciphertext from the peer, at the end of the input buffer. It
+  // stays valid while Handshake/Read/Write run (they only consume from the
+  // front), until the next InputSpace() or PutCiphertext() call.
+  std::span<uint8_t> InputSpace();
+  // `n` bytes were stored at the start of InputSpace().
+  void CommitInput(size_t n);
+  // Copies `data` in (InputSpace + CommitInput).
   void PutCiphertext(std::span<const uint8_t> data);
   // The transport reached end of stream: no more ciphertext will arrive.
   void PutEndOfInput();
   bool end_of_input() const { return end_of_input_; }
 
   // Ciphertext waiting to be sent to the peer.
-  size_t ciphertext_pending() const;
-  // Moves up to out.size() bytes of it into `out`; returns how many.
-  size_t TakeCiphertext(std::span<uint8_t> out);
+  size_t ciphertext_pending() const { return output_.size(); }
+  // Swaps all of it into `out`; whatever `out` held is dropped and its
+  // storage reused for the next ciphertext.
+  void TakeCiphertext(std::vector<uint8_t>& out);
 
   // The outcome of one step: `bytes` of plaintext read or written, or
   // `need_input` (feed more ciphertext, then retry), or `end` (Read only: the
@@ -80,14 +94,18 @@ class TlsEngine {
   std::string protocol_version() const;
 
  private:
-  TlsEngine(ssl_st* ssl, bio_st* network_in, bio_st* network_out, bool is_client);
+  TlsEngine(ssl_st* ssl, bool is_client);
+  // Gives `ssl_` its BIO over input_/output_; false on allocation failure.
+  bool AttachBio();
+  // The BIO's read, write and ctrl functions (BIO data: the engine).
+  static int BioRead(bio_st* bio, char* out, int len);
+  static int BioWrite(bio_st* bio, const char* in, int len);
+  static long BioCtrl(bio_st* bio, int cmd, long larg, void* parg);
   // The Status for a failed SSL_* call that returned `ret`.
   Status ErrorFor(int ret) const;
   Status CheckNegotiatedAlpn() const;
 
-  ssl_st* ssl_;          // owned; owns both BIOs
-  bio_st* network_in_;   // SSL's read BIO: ciphertext from the peer
-  bio_st* network_out_;  // SSL's write BIO: ciphertext for the peer
+  ssl_st* ssl_;  // owned; owns the BIO
   bool is_client_;
   bool alpn_required_ = false;
   bool end_of_input_ = false;
@@ -95,6 +113,13 @@ class TlsEngine {
   std::shared_ptr<const void> context_;  // keeps the SSL_CTX's owner alive
   std::string alpn_;
   std::string peer_subject_;
+  // Received ciphertext: input_[input_begin_, input_end_) is not yet read by
+  // BoringSSL; input_[input_end_, size) is free room.
+  std::vector<uint8_t> input_;
+  size_t input_begin_ = 0;
+  size_t input_end_ = 0;
+  // Ciphertext produced for the peer, not yet taken.
+  std::vector<uint8_t> output_;
 };
 
 }  // namespace uxds

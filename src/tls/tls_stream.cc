@@ -9,14 +9,10 @@
 namespace uxds {
 namespace {
 
-// Plaintext handed to BoringSSL per step of Write(): four full records, so the
-// ciphertext queued in the memory BIO stays bounded however large the write.
+// Plaintext handed to BoringSSL per step of Write(): four full records, so
+// the ciphertext queued in the engine stays bounded however large the write,
+// and one transport write carries it.
 constexpr size_t kPlaintextChunk = 4 * 16384;
-// One transport write takes a whole chunk's ciphertext (records add at most
-// 29 bytes each in TLS 1.2, 22 in TLS 1.3).
-constexpr size_t kCiphertextBufferSize = kPlaintextChunk + 1024;
-// One transport read: two full records.
-constexpr size_t kReceiveBufferSize = 2 * (16384 + 256);
 
 // The loop that drives `transport`: a TcpSocket knows its own; any other
 // stream is driven by the loop running this coroutine.
@@ -32,9 +28,7 @@ TlsStream::TlsStream(Loop& loop, std::unique_ptr<ByteStream> transport,
     : loop_(loop),
       transport_(std::move(transport)),
       engine_(std::move(engine)),
-      peer_name_(transport_->PeerName()),
-      out_buf_(kCiphertextBufferSize),
-      in_buf_(kReceiveBufferSize) {}
+      peer_name_(transport_->PeerName()) {}
 
 TlsStream::~TlsStream() = default;
 
@@ -200,6 +194,19 @@ void TlsStream::Close() {
   transport_->Close();
 }
 
+// Waiting on a flush or fill round: the Event is made only when a second
+// task actually waits, so an uncontended round allocates nothing.
+std::shared_ptr<Event> TlsStream::JoinRound(std::shared_ptr<Event>& round) {
+  if (round == nullptr) round = std::make_shared<Event>(loop_);
+  return round;
+}
+
+void TlsStream::EndRound(std::shared_ptr<Event>& round) {
+  if (round == nullptr) return;
+  std::shared_ptr<Event> done = std::move(round);
+  done->Set();
+}
+
 Task<Status> TlsStream::Flush() {
   // Our bytes end at this position of the ciphertext stream; we are done once
   // it has been sent, by us or by whichever task was flushing meanwhile.
@@ -210,27 +217,26 @@ Task<Status> TlsStream::Flush() {
     if (flushing_) {
       // One transport write at a time: wait for the current round, which
       // sends everything queued when it looks, our bytes included.
-      std::shared_ptr<Event> round = flush_done_;
+      std::shared_ptr<Event> round = JoinRound(flush_done_);
       Status waited = co_await round->Wait();
       if (!waited.ok()) co_return waited;
       continue;
     }
     flushing_ = true;
-    flush_done_ = std::make_shared<Event>(loop_);
     while (engine_->ciphertext_pending() > 0) {
-      size_t n = engine_->TakeCiphertext(out_buf_);
-      ciphertext_taken_ += n;
-      Status written = co_await transport_->Write(std::span<const uint8_t>(out_buf_.data(), n));
+      // Swapped out, not copied: other tasks may queue more meanwhile.
+      engine_->TakeCiphertext(sending_);
+      ciphertext_taken_ += sending_.size();
+      Status written = co_await transport_->Write(sending_);
       if (!written.ok()) {
         // Part of a record may have gone out: nothing can follow it.
         write_error_ = written;
         break;
       }
-      ciphertext_sent_ += n;
+      ciphertext_sent_ += sending_.size();
     }
     flushing_ = false;
-    std::shared_ptr<Event> round = std::move(flush_done_);
-    round->Set();
+    EndRound(flush_done_);
   }
   co_return write_error_.value_or(OkStatus());
 }
@@ -241,14 +247,15 @@ Task<Status> TlsStream::Fill() {
   if (transport_eof_) co_return OkStatus();  // the engine already knows
   if (filling_) {
     // Another task's read brings the ciphertext we need, or the end.
-    std::shared_ptr<Event> round = fill_done_;
+    std::shared_ptr<Event> round = JoinRound(fill_done_);
     Status waited = co_await round->Wait();
     if (!waited.ok()) co_return waited;
     co_return read_error_.value_or(OkStatus());
   }
   filling_ = true;
-  fill_done_ = std::make_shared<Event>(loop_);
-  StatusOr<size_t> n = co_await transport_->Read(in_buf_);
+  // Straight into the engine's input buffer; the engine only consumes from
+  // its front while this read is pending.
+  StatusOr<size_t> n = co_await transport_->Read(engine_->InputSpace());
   Status result;
   if (!n.ok()) {
     result = n.status();
@@ -259,11 +266,10 @@ Task<Status> TlsStream::Fill() {
     transport_eof_ = true;
     engine_->PutEndOfInput();
   } else {
-    engine_->PutCiphertext(std::span<const uint8_t>(in_buf_.data(), *n));
+    engine_->CommitInput(*n);
   }
   filling_ = false;
-  std::shared_ptr<Event> round = std::move(fill_done_);
-  round->Set();
+  EndRound(fill_done_);
   co_return result;
 }
 

@@ -73,12 +73,14 @@ class TlsStream final : public ByteStream {
 
   static Task<StatusOr<std::unique_ptr<TlsStream>>> Handshake(std::unique_ptr<TlsStream> stream,
                                                               std::chrono::milliseconds timeout);
-  // Sends every byte of ciphertext the engine has queued. When another task
-  // is already flushing, waits for it instead (it sends our bytes too).
+  // Sends the ciphertext the engine has queued so far. When another task is
+  // already flushing, waits for its round instead (it sends our bytes too).
   Task<Status> Flush();
   // Reads once from the transport into the engine. When another task is
   // already reading, waits for that read instead.
   Task<Status> Fill();
+  std::shared_ptr<Event> JoinRound(std::shared_ptr<Event>& round);
+  static void EndRound(std::shared_ptr<Event>& round);
 
   Loop& loop_;
   std::unique_ptr<ByteStream> transport_;
@@ -87,21 +89,20 @@ class TlsStream final : public ByteStream {
   bool closed_ = false;
   bool shutdown_sent_ = false;
 
-  // Flush path: one transport Write at a time. Waiters hold the Event of the
-  // round they wait on, so it outlives the round.
+  // Flush path: one transport Write at a time. A waiter holds the Event of
+  // the round it waits on, so the Event outlives the round.
   bool flushing_ = false;
-  std::shared_ptr<Event> flush_done_;
+  std::shared_ptr<Event> flush_done_;  // made when someone waits
   uint64_t ciphertext_taken_ = 0;      // moved out of the engine for sending
   uint64_t ciphertext_sent_ = 0;       // written to the transport
+  std::vector<uint8_t> sending_;       // the flusher's buffer, swapped with the engine's
   std::optional<Status> write_error_;  // sticky: a failed write breaks the record stream
-  std::vector<uint8_t> out_buf_;
 
   // Fill path: one transport Read at a time.
   bool filling_ = false;
-  std::shared_ptr<Event> fill_done_;
-  std::optional<Status> read_error_;  // sticky
+  std::shared_ptr<Event> fill_done_;  // made when someone waits
+  std::optional<Status> read_error_;  // sticky, except CANCELLED
   bool transport_eof_ = false;
-  std::vector<uint8_t> in_buf_;
 };
 
 }  // namespace uxds
