@@ -265,7 +265,9 @@ class ControlPlane:
         with self.lock:
             stream = Stream(next(self.stream_ids))
             self.streams[stream.id] = stream
-        context.add_callback(lambda: self._on_call_done(stream))
+        if not context.add_callback(lambda: self._on_call_done(stream)):
+            self._on_call_done(stream)  # the call ended before it got here
+            return
         metadata = {}
         for key, value in context.invocation_metadata():
             metadata[key] = base64.b64encode(value).decode() if isinstance(value, bytes) else value
@@ -307,8 +309,10 @@ class ControlPlane:
     # --- sending ---
 
     def _enqueue(self, stream, data, event):
-        stream.outbox.put(data)
+        # Reported before it can reach the client: the event line comes
+        # before that of any request answering the response.
         self.output.emit({"event": "response_sent", "stream": stream.id, **event})
+        stream.outbox.put(data)
 
     def _next_nonce(self):
         return f"nonce-{next(self.nonces)}"

@@ -339,6 +339,17 @@ TEST_F(FakeControlPlaneTest, StoredResourcesAnswerRequestsAndArePushedOnChange) 
   std::optional<ObservedRequest> ack = cp_->NextRequestMatching(
       kWait, [&](const ObservedRequest& r) { return r.response_nonce == first["nonce"]; });
   ASSERT_TRUE(ack.has_value());
+  // The response_sent event precedes the request that ACKs the response.
+  bool reported = false;
+  for (const ObservedEvent& event : cp_->events()) {
+    if (event.kind == "response_sent" && event.nonce == first.value("nonce", "")) {
+      reported = true;
+      EXPECT_TRUE(event.automatic);
+      EXPECT_EQ(event.type_url, kTypeA);
+      EXPECT_EQ(event.version_info, "1");
+    }
+  }
+  EXPECT_TRUE(reported) << "no response_sent event for nonce " << first["nonce"];
   ASSERT_TRUE(cp_->SetResources(kTypeA, {{"l1", SerializedAny(kTypeA, "l1-v2")}}, "2"));
   json pushed = client_->NextEvent();
   EXPECT_EQ(pushed.value("version_info", ""), "2") << pushed.dump();

@@ -272,6 +272,11 @@ FakeControlPlane::LineKind FakeControlPlane::ReadLineAndDispatch(milliseconds ti
   if (event.kind == "request") {
     event.request = ParseRequest(parsed);
     pending_requests_.push_back(index);
+  } else if (event.kind == "response_sent") {
+    event.type_url = StringField(parsed, "type_url");
+    event.version_info = StringField(parsed, "version_info");
+    event.nonce = StringField(parsed, "nonce");
+    event.automatic = parsed.value("auto", false);
   } else if (event.kind == "stream_opened") {
     pending_opened_.push_back(index);
   } else if (event.kind == "stream_closed") {

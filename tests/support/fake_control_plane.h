@@ -158,7 +158,14 @@ struct ObservedEvent {
   std::string kind;
   int64_t stream = 0;
   std::optional<ObservedRequest> request;  // kind == "request"
-  std::string json;                        // the whole event line
+  // kind == "response_sent" (scripted or automatic answers alike). It is
+  // recorded before the response can reach the client, so once the request
+  // that ACKs / NACKs a response has been seen, its response_sent event has too.
+  std::string type_url;
+  std::string version_info;
+  std::string nonce;
+  bool automatic = false;  // sent by the resource store, not by SendResponse
+  std::string json;        // the whole event line
 };
 
 class FakeControlPlane {
