@@ -13,6 +13,7 @@
 
 #include "uxds/resources/cluster.h"
 #include "uxds/resources/endpoint.h"
+#include "uxds/resources/route_config.h"
 #include "uxds/xds_resource_type.h"
 
 namespace uxds {
@@ -39,6 +40,20 @@ class EndpointResourceType final : public XdsResourceTypeImpl<EndpointResource> 
   bool all_resources_required_in_sotw() const override { return false; }
   DecodeResult Decode(const XdsDecodeContext& context, std::string_view serialized) const override;
   std::string ToJson(const EndpointResource& resource) const override { return resource.ToJson(); }
+};
+
+// RDS: envoy.config.route.v3.RouteConfiguration.
+class RouteConfigResourceType final : public XdsResourceTypeImpl<RouteConfigResource> {
+ public:
+  static const RouteConfigResourceType& Get();
+  std::string_view type_url() const override {
+    return "type.googleapis.com/envoy.config.route.v3.RouteConfiguration";
+  }
+  bool all_resources_required_in_sotw() const override { return false; }
+  DecodeResult Decode(const XdsDecodeContext& context, std::string_view serialized) const override;
+  std::string ToJson(const RouteConfigResource& resource) const override {
+    return resource.ToJson();
+  }
 };
 
 }  // namespace uxds

@@ -17,6 +17,7 @@
 
 #include "uxds/resources/cluster.h"
 #include "uxds/resources/endpoint.h"
+#include "uxds/resources/route_config.h"
 #include "uxds/status.h"
 #include "uxds/xds_resource_type.h"
 
@@ -36,5 +37,8 @@ DecodedResource<ClusterResource> DecodeCluster(const XdsDecodeContext& context,
 // name is cluster_name.
 DecodedResource<EndpointResource> DecodeEndpoints(const XdsDecodeContext& context,
                                                   std::string_view serialized);
+// type.googleapis.com/envoy.config.route.v3.RouteConfiguration
+DecodedResource<RouteConfigResource> DecodeRouteConfig(const XdsDecodeContext& context,
+                                                       std::string_view serialized);
 
 }  // namespace uxds

@@ -36,4 +36,14 @@ XdsResourceType::DecodeResult EndpointResourceType::Decode(const XdsDecodeContex
   return ToDecodeResult(DecodeEndpoints(context, serialized));
 }
 
+const RouteConfigResourceType& RouteConfigResourceType::Get() {
+  static const RouteConfigResourceType* const type = new RouteConfigResourceType();
+  return *type;
+}
+
+XdsResourceType::DecodeResult RouteConfigResourceType::Decode(const XdsDecodeContext& context,
+                                                              std::string_view serialized) const {
+  return ToDecodeResult(DecodeRouteConfig(context, serialized));
+}
+
 }  // namespace uxds
