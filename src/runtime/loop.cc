@@ -206,6 +206,12 @@ void Loop::DrainPosted() {
 }
 
 void Loop::RunOnce(bool may_block) {
+  // Current() is this loop while it runs, whoever drives it (Run, BlockOn).
+  struct CurrentScope {
+    Loop* previous;
+    explicit CurrentScope(Loop* loop) : previous(std::exchange(t_current_loop, loop)) {}
+    ~CurrentScope() { t_current_loop = previous; }
+  } current_scope(this);
   // Wait first, run second: callers test their exit condition between turns,
   // so a turn must never end by blocking after it ran the work that
   // satisfied that condition.

@@ -231,3 +231,29 @@ TEST(LoopTest, DestroyingTheLoopCancelsAndJoinsSpawnedTasks) {
 
 }  // namespace
 }  // namespace uxds
+
+namespace uxds {
+namespace {
+
+TEST(LoopTest, CurrentIsTheLoopWhileBlockOnRunsIt) {
+  auto loop = MakeLoop();
+  EXPECT_EQ(Loop::Current(), nullptr);
+  auto task = []() -> Task<Loop*> { co_return Loop::Current(); };
+  EXPECT_EQ(loop->BlockOn(task()), loop.get());
+  EXPECT_EQ(Loop::Current(), nullptr);
+}
+
+TEST(LoopTest, BlockOnReturnsWhenTheTaskEndsWithoutAnyIo) {
+  auto loop = MakeLoop();
+  // Finishes during a turn's ready work, after a join: no completion follows.
+  auto task = [](Loop& l) -> Task<int> {
+    TaskGroup group(l);
+    group.Spawn([]() -> Task<void> { co_return; }());
+    co_await group.Join();
+    co_return 7;
+  };
+  EXPECT_EQ(loop->BlockOn(task(*loop)), 7);
+}
+
+}  // namespace
+}  // namespace uxds

@@ -18,5 +18,6 @@ struct Command {
 };
 
 int RunDemo(const std::vector<std::string>& args);
+int RunTestServer(const std::vector<std::string>& args);
 
 }  // namespace uxds::tool

@@ -10,6 +10,8 @@ namespace {
 
 const Command kCommands[] = {
     {"demo", "run the demo on loopback: uxds servers and clients with gRPC peers", RunDemo},
+    {"test-server", "serve grpc.testing.TestService on 127.0.0.1 until SIGINT/SIGTERM",
+     RunTestServer},
 };
 
 void PrintUsage(std::FILE* out) {

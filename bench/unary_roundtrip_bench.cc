@@ -1,0 +1,81 @@
+// Unary round trip over loopback: the uxds client calling the uxds server
+// (grpc.testing.TestService/UnaryCall), one call in flight at a time, so the
+// figure is the latency of one call through both HTTP/2 stacks and io_uring.
+#include <benchmark/benchmark.h>
+
+#include "grpc/testing/messages.pb.h"
+#include "http2/client_connection.h"
+#include "http2/server.h"
+#include "test_service/test_service.h"
+#include "uxds/runtime.h"
+
+namespace uxds {
+namespace {
+
+// Server on its own loop thread (as deployed); client on the benchmark thread.
+class ServerFixture {
+ public:
+  ServerFixture() {
+    thread_ = std::move(*LoopThread::Start());
+    auto registry = std::make_shared<http2::ServiceRegistry>();
+    test_service::RegisterTestService(*registry, "bench");
+    thread_->RunSync([&] {
+      server_ =
+          std::move(*http2::Server::Listen(thread_->loop(), SocketAddress::Loopback4(0), registry));
+      thread_->loop().Spawn(server_->Serve());
+    });
+  }
+  ~ServerFixture() {
+    bool done = false;
+    thread_->RunSync([&] {
+      thread_->loop().Spawn([](http2::Server& s, bool& d) -> Task<void> {
+        co_await s.Shutdown(std::chrono::milliseconds(100));
+        d = true;
+      }(*server_, done));
+    });
+    while (true) {
+      bool finished = false;
+      thread_->RunSync([&] { finished = done; });
+      if (finished) break;
+    }
+    thread_->RunSync([&] { server_.reset(); });
+  }
+  uint16_t port() const { return server_->port(); }
+
+ private:
+  std::unique_ptr<LoopThread> thread_;
+  std::unique_ptr<http2::Server> server_;
+};
+
+void BM_UnaryRoundTrip(benchmark::State& state) {
+  ServerFixture server;
+  auto loop = std::move(*Loop::Create());
+  grpc::testing::SimpleRequest request;
+  request.set_response_size(static_cast<int>(state.range(0)));
+  std::string request_bytes = request.SerializeAsString();
+  auto run = [&](Loop& l) -> Task<void> {
+    auto conn = co_await http2::ClientConnection::Connect(
+        l, SocketAddress::Loopback4(server.port()), http2::ClientConnectionOptions());
+    if (!conn.ok()) {
+      state.SkipWithError(conn.status().ToString().c_str());
+      co_return;
+    }
+    for (auto _ : state) {
+      auto response = co_await http2::UnaryCall(**conn, test_service::kUnaryCall, request_bytes);
+      if (!response.ok()) {
+        state.SkipWithError(response.status().ToString().c_str());
+        break;
+      }
+      benchmark::DoNotOptimize(response->data());
+    }
+    co_await (*conn)->Close();
+  };
+  loop->BlockOn(run(*loop));
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_UnaryRoundTrip)->Arg(0)->Arg(1024)->UseRealTime();
+
+}  // namespace
+}  // namespace uxds
+
+BENCHMARK_MAIN();
