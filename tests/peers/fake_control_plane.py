@@ -238,12 +238,11 @@ class Stream:
 
 
 class ResourceStore:
-    def __init__(self, generation, version, resources, resource_errors, wrap):
+    def __init__(self, generation, version, resources, resource_errors):
         self.generation = generation
         self.version = version
-        self.resources = resources  # name -> serialized Any entry
+        self.resources = resources  # name -> serialized Any entry (wrapped if asked for)
         self.resource_errors = resource_errors  # name -> error dict
-        self.wrap = wrap
 
 
 class ControlPlane:
@@ -421,7 +420,7 @@ class ControlPlane:
             resources[name] = encode_resource(dict(spec, wrapper_name=spec.get("wrapper_name", name)), wrap)
         errors = {e.get("name", ""): e for e in command.get("resource_errors", [])}
         self.stores[type_url] = ResourceStore(
-            next(self.generations), command.get("version_info", ""), resources, errors, wrap
+            next(self.generations), command.get("version_info", ""), resources, errors
         )
         self._answer_all(type_url)
         return {}
