@@ -17,8 +17,10 @@
 //    resources; every request of that type is then answered with every
 //    requested name the store holds (for LDS/CDS that is the full set the
 //    client must see: a name left out reads as deleted), and every change to
-//    the store is pushed to the streams subscribed to that type. An ACK of
-//    what was sent (same version, same names) is not answered again.
+//    the store is pushed to the streams subscribed to that type. A request
+//    that changes nothing (an ACK or NACK: no store change since the last
+//    answer on that stream, same names) is not answered again; a request
+//    with no names is not answered.
 //
 // Every request, stream open and stream close is recorded as an event; the
 // Wait / Next methods read them with a timeout (generous upper bounds only).
