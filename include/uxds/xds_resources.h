@@ -13,6 +13,7 @@
 
 #include "uxds/resources/cluster.h"
 #include "uxds/resources/endpoint.h"
+#include "uxds/resources/listener.h"
 #include "uxds/resources/route_config.h"
 #include "uxds/xds_resource_type.h"
 
@@ -40,6 +41,19 @@ class EndpointResourceType final : public XdsResourceTypeImpl<EndpointResource> 
   bool all_resources_required_in_sotw() const override { return false; }
   DecodeResult Decode(const XdsDecodeContext& context, std::string_view serialized) const override;
   std::string ToJson(const EndpointResource& resource) const override { return resource.ToJson(); }
+};
+
+// LDS: envoy.config.listener.v3.Listener (client API listeners and
+// xDS-enabled server listeners).
+class ListenerResourceType final : public XdsResourceTypeImpl<ListenerResource> {
+ public:
+  static const ListenerResourceType& Get();
+  std::string_view type_url() const override {
+    return "type.googleapis.com/envoy.config.listener.v3.Listener";
+  }
+  bool all_resources_required_in_sotw() const override { return true; }
+  DecodeResult Decode(const XdsDecodeContext& context, std::string_view serialized) const override;
+  std::string ToJson(const ListenerResource& resource) const override { return resource.ToJson(); }
 };
 
 // RDS: envoy.config.route.v3.RouteConfiguration.

@@ -17,6 +17,7 @@
 
 #include "uxds/resources/cluster.h"
 #include "uxds/resources/endpoint.h"
+#include "uxds/resources/listener.h"
 #include "uxds/resources/route_config.h"
 #include "uxds/status.h"
 #include "uxds/xds_resource_type.h"
@@ -40,5 +41,8 @@ DecodedResource<EndpointResource> DecodeEndpoints(const XdsDecodeContext& contex
 // type.googleapis.com/envoy.config.route.v3.RouteConfiguration
 DecodedResource<RouteConfigResource> DecodeRouteConfig(const XdsDecodeContext& context,
                                                        std::string_view serialized);
+// type.googleapis.com/envoy.config.listener.v3.Listener
+DecodedResource<ListenerResource> DecodeListener(const XdsDecodeContext& context,
+                                                 std::string_view serialized);
 
 }  // namespace uxds

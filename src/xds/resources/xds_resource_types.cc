@@ -36,6 +36,16 @@ XdsResourceType::DecodeResult EndpointResourceType::Decode(const XdsDecodeContex
   return ToDecodeResult(DecodeEndpoints(context, serialized));
 }
 
+const ListenerResourceType& ListenerResourceType::Get() {
+  static const ListenerResourceType* const type = new ListenerResourceType();
+  return *type;
+}
+
+XdsResourceType::DecodeResult ListenerResourceType::Decode(const XdsDecodeContext& context,
+                                                           std::string_view serialized) const {
+  return ToDecodeResult(DecodeListener(context, serialized));
+}
+
 const RouteConfigResourceType& RouteConfigResourceType::Get() {
   static const RouteConfigResourceType* const type = new RouteConfigResourceType();
   return *type;
