@@ -140,6 +140,24 @@ ClusterResource::Aggregate ParseAggregate(const Cluster& cluster, ValidationErro
   return aggregate;
 }
 
+// A42: min <= max, whichever of them was set. gRPC C++ checks this only when
+// minimum_ring_size is set, so a lone maximum below the default minimum
+// (1024) would pass there and fail later in its ring_hash policy; here it is
+// a NACK that names the field that was set.
+void CheckRingSizeOrder(bool minimum_set, const LbPolicy& policy, ValidationErrors& errors) {
+  if (policy.min_ring_size <= policy.max_ring_size) return;
+  if (minimum_set) {
+    auto field = errors.Scope(".minimum_ring_size");
+    errors.Add("cannot be greater than maximum_ring_size");
+    return;
+  }
+  // Only the maximum was set, below the default minimum (a maximum of 0 is
+  // reported as out of range already).
+  if (policy.max_ring_size == 0) return;
+  auto field = errors.Scope(".maximum_ring_size");
+  errors.Add("cannot be less than minimum_ring_size (default 1024)");
+}
+
 // The legacy lb_policy enum with ring_hash_lb_config (A42).
 void ParseLegacyLbPolicy(const Cluster& cluster, LbPolicy& policy, ValidationErrors& errors) {
   if (cluster.lb_policy() == Cluster::ROUND_ROBIN) {
@@ -169,10 +187,8 @@ void ParseLegacyLbPolicy(const Cluster& cluster, LbPolicy& policy, ValidationErr
     if (policy.min_ring_size == 0 || policy.min_ring_size > LbPolicy::kMaxRingSizeLimit) {
       errors.Add("must be in the range of 1 to 8388608");
     }
-    if (policy.min_ring_size > policy.max_ring_size) {
-      errors.Add("cannot be greater than maximum_ring_size");
-    }
   }
+  CheckRingSizeOrder(config.has_minimum_ring_size(), policy, errors);
   if (config.hash_function() != Cluster::RingHashLbConfig::XX_HASH) {
     auto hash_field = errors.Scope(".hash_function");
     errors.Add("invalid hash function");
@@ -206,10 +222,8 @@ void ParseRingHashPolicy(std::string_view serialized, LbPolicy& policy, Validati
     if (policy.min_ring_size == 0 || policy.min_ring_size > LbPolicy::kMaxRingSizeLimit) {
       errors.Add("value must be in the range [1, 8388608]");
     }
-    if (policy.min_ring_size > policy.max_ring_size) {
-      errors.Add("cannot be greater than maximum_ring_size");
-    }
   }
+  CheckRingSizeOrder(config.has_minimum_ring_size(), policy, errors);
 }
 
 // load_balancing_policy: the first policy of a supported type wins; types we
