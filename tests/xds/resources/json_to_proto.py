@@ -6,7 +6,7 @@ whose protobuf package parses proto3 JSON through a descriptor set made by
 protoc from uxds's own trimmed protos. The test binaries link protobuf-lite
 only (through uxds) and cannot do this themselves.
 
-  json_to_proto.py CASES.json DESCRIPTORS.pb OUT.pack.json CORPUS_DIR
+  json_to_proto.py CASES.json DESCRIPTORS.pb OUT.pack.json CORPUS_DIR SEEDS.txt
 
 CASES.json:
   {"type": "envoy.config.cluster.v3.Cluster",
@@ -15,6 +15,8 @@ CASES.json:
              {"name": "garbage", "raw_hex": "ff", "error": "..."}]}
 OUT.pack.json: the same cases with the resource as "hex" bytes.
 CORPUS_DIR: one file per case with the bytes: the fuzzers' seed corpus.
+SEEDS.txt: the absolute paths of those files, comma-separated (libFuzzer's
+  -seed_inputs=@SEEDS.txt, which reads them without writing to the folder).
 """
 
 import json
@@ -45,9 +47,9 @@ def message_class(pool, full_name):
 
 
 def main(argv):
-    if len(argv) != 5:
+    if len(argv) != 6:
         sys.exit(__doc__)
-    cases_path, descriptors_path, out_path, corpus_dir = argv[1:]
+    cases_path, descriptors_path, out_path, corpus_dir, seeds_path = argv[1:]
     with open(cases_path) as f:
         table = json.load(f)
     pool = load_pool(descriptors_path)
@@ -56,6 +58,7 @@ def main(argv):
     os.makedirs(corpus_dir)
     names = set()
     packed = []
+    seed_files = []
     for case in table["cases"]:
         name = case["name"]
         if name in names:
@@ -77,10 +80,14 @@ def main(argv):
             if key in case:
                 out[key] = case[key]
         packed.append(out)
-        with open(os.path.join(corpus_dir, name), "wb") as f:
+        seed_file = os.path.abspath(os.path.join(corpus_dir, name))
+        with open(seed_file, "wb") as f:
             f.write(data)
+        seed_files.append(seed_file)
     with open(out_path, "w") as f:
         json.dump({"type": table["type"], "cases": packed}, f, indent=1)
+    with open(seeds_path, "w") as f:
+        f.write(",".join(seed_files))
 
 
 if __name__ == "__main__":
