@@ -81,7 +81,8 @@ Task<Status> ClientCall::Write(std::string_view message) {
   if (writes_done_) co_return FailedPreconditionError("Write() after WritesDone() on " + path_);
   QueueMessage(message);
   while (!finished_ && send_pending() > detail::kSendBufferHighWater) {
-    if (!(co_await write_cond_.Wait()).ok()) {
+    const Status awaited = co_await write_cond_.Wait();
+    if (!awaited.ok()) {
       Cancel();
       co_return CancelledError("Write() cancelled");
     }
@@ -101,7 +102,8 @@ Task<std::optional<std::string>> ClientCall::Read() {
   while (true) {
     if (has_received_message()) co_return PopReceivedMessage();
     if (finished_) co_return std::nullopt;
-    if (!(co_await read_cond_.Wait()).ok()) {
+    const Status awaited = co_await read_cond_.Wait();
+    if (!awaited.ok()) {
       Cancel();
       co_return std::nullopt;
     }
@@ -113,7 +115,8 @@ Task<Status> ClientCall::Finish() {
     // Unread messages would hold back the stream window, and with it the
     // trailers we are waiting for.
     DiscardReceived();
-    if (!(co_await read_cond_.Wait()).ok()) Cancel();
+    const Status awaited = co_await read_cond_.Wait();
+    if (!awaited.ok()) Cancel();
   }
   DiscardReceived();
   co_return status_;

@@ -37,7 +37,8 @@ Task<void> CloseAndJoin(detail::ClientSession& session, Status reason) {
 
 // Keeps a session whose ClientConnection is gone until its tasks are done.
 Task<void> ReapSession(std::unique_ptr<detail::ClientSession> session) {
-  if (!(co_await session->closed_event().Wait()).ok()) {
+  const Status awaited = co_await session->closed_event().Wait();
+  if (!awaited.ok()) {
     session->CloseNow(CancelledError("loop shutting down"));
   }
   co_await session->JoinTasks();
@@ -155,7 +156,8 @@ Task<void> ClientConnection::Close() {
   session_->BeginClose(
       UnavailableError("connection to " + session_->peer() + " closed by the application"),
       NGHTTP2_NO_ERROR);
-  if (!(co_await session_->closed_event().Wait()).ok()) {
+  const Status awaited = co_await session_->closed_event().Wait();
+  if (!awaited.ok()) {
     session_->CloseNow(CancelledError("close cancelled"));
   }
   co_await session_->JoinTasks();
@@ -165,7 +167,8 @@ Task<StatusOr<std::string>> UnaryCall(ClientConnection& connection, std::string 
                                       std::string_view request, const Metadata& metadata,
                                       std::optional<Loop::Clock::time_point> deadline) {
   std::unique_ptr<ClientCall> call = connection.StartCall(std::move(path), metadata, deadline);
-  if ((co_await call->Write(request)).ok()) (void)co_await call->WritesDone();
+  const Status written = co_await call->Write(request);
+  if (written.ok()) (void)co_await call->WritesDone();
   std::optional<std::string> response = co_await call->Read();
   std::optional<std::string> extra;
   if (response) extra = co_await call->Read();

@@ -337,13 +337,15 @@ Task<void> Http2Session::WriteLoop() {
       CloseNow(reason);
       co_return;
     }
-    if (!(co_await writer_cond_.Wait()).ok()) co_return;
+    const Status awaited = co_await writer_cond_.Wait();
+    if (!awaited.ok()) co_return;
   }
 }
 
 Task<void> Http2Session::KeepaliveLoop() {
   while (!closing_) {
-    if (!(co_await SleepFor(loop_, options_.keepalive_time)).ok()) co_return;
+    const Status awaited = co_await SleepFor(loop_, options_.keepalive_time);
+    if (!awaited.ok()) co_return;
     if (closing_) co_return;
     Status status = co_await Ping(options_.keepalive_timeout);
     if (closing_ || status.code() == StatusCode::kCancelled) co_return;

@@ -36,7 +36,8 @@ Task<void> Server::Serve() {
     if (drain_grace_) break;
     if (!socket.ok()) {
       if (socket.status().code() == StatusCode::kCancelled) break;
-      if (!(co_await SleepFor(loop_, kAcceptRetryDelay)).ok()) break;
+      const Status awaited = co_await SleepFor(loop_, kAcceptRetryDelay);
+      if (!awaited.ok()) break;
       continue;
     }
     connections_.Spawn(ServeConnection(std::move(*socket)));

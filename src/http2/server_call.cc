@@ -45,7 +45,8 @@ Task<std::optional<std::string>> ServerCall::Read() {
   while (true) {
     if (has_received_message()) co_return PopReceivedMessage();
     if (remote_end_ || cancelled_ || stream_closed_) co_return std::nullopt;
-    if (!(co_await read_cond_.Wait()).ok()) co_return std::nullopt;
+    const Status awaited = co_await read_cond_.Wait();
+    if (!awaited.ok()) co_return std::nullopt;
   }
 }
 
@@ -57,7 +58,8 @@ Task<Status> ServerCall::Write(std::string_view message) {
   }
   QueueMessage(message);
   while (!cancelled_ && !stream_closed_ && send_pending() > detail::kSendBufferHighWater) {
-    if (!(co_await write_cond_.Wait()).ok()) {
+    const Status awaited = co_await write_cond_.Wait();
+    if (!awaited.ok()) {
       co_return CancelledError("call " + path_ + " was cancelled");
     }
   }

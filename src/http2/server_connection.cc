@@ -24,7 +24,8 @@ Task<void> ServerConnection::Serve() {
       session_->CloseNow(started);
     } else {
       if (pending_drain_) session_->Drain(*pending_drain_);
-      if (!(co_await session_->closed_event().Wait()).ok()) {
+      const Status awaited = co_await session_->closed_event().Wait();
+      if (!awaited.ok()) {
         session_->CloseNow(CancelledError("serving " + session_->peer() + " was cancelled"));
       }
     }

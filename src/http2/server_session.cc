@@ -165,7 +165,8 @@ Task<void> ServerSession::DrainTask(std::chrono::milliseconds grace) {
     calls_changed_.NotifyAll();
   });
   while (!calls_.empty() && !expired && !closing()) {
-    if (!(co_await calls_changed_.Wait()).ok()) co_return;
+    const Status awaited = co_await calls_changed_.Wait();
+    if (!awaited.ok()) co_return;
   }
   timer.Cancel();
   if (closing()) co_return;

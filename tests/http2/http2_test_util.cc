@@ -49,7 +49,8 @@ std::shared_ptr<ServiceRegistry> MakeTestService(ServiceProbe& probe) {
   });
   registry->Register("/test.Echo/ReadLater", [&probe](ServerCall& call) -> Task<Status> {
     ++probe.handlers_started;
-    if (!(co_await probe.release.Wait()).ok()) {
+    const Status awaited = co_await probe.release.Wait();
+    if (!awaited.ok()) {
       ++probe.handlers_cancelled;
       co_return CancelledError("cancelled");
     }
@@ -106,15 +107,16 @@ std::shared_ptr<ServiceRegistry> MakeTestService(ServiceProbe& probe) {
       call.AddInitialMetadata(key, value);
       call.AddTrailingMetadata(key, value);
     }
-    while (co_await call.Read()) {
+    while (std::optional<std::string> request = co_await call.Read()) {
     }
     co_return co_await call.Write("ok");
   });
   registry->Register("/test.Echo/FailAfter", [&probe](ServerCall& call) -> Task<Status> {
     ++probe.handlers_started;
-    if (!(co_await call.Write("one")).ok() || !(co_await call.Write("two")).ok()) {
-      co_return CancelledError("cancelled");
-    }
+    const Status one = co_await call.Write("one");
+    if (!one.ok()) co_return one;
+    const Status two = co_await call.Write("two");
+    if (!two.ok()) co_return two;
     co_return Status(StatusCode::kAborted, "failed after two messages");
   });
   return registry;
@@ -124,7 +126,8 @@ Task<bool> WaitUntil(Loop& loop, std::function<bool()> condition, std::chrono::m
   const auto deadline = Loop::Clock::now() + limit;
   while (!condition()) {
     if (Loop::Clock::now() >= deadline) co_return false;
-    if (!(co_await SleepFor(loop, std::chrono::milliseconds(1))).ok()) co_return false;
+    const Status awaited = co_await SleepFor(loop, std::chrono::milliseconds(1));
+    if (!awaited.ok()) co_return false;
   }
   co_return true;
 }

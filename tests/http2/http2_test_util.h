@@ -17,20 +17,26 @@
 #include "uxds/loop.h"
 
 // gtest's ASSERT_* `return;`, which a coroutine cannot: these co_return.
+//
+// g++ 12 miscompiles a coroutine that co_awaits inside an if/while condition
+// when the awaited value is a class temporary (`if (!(co_await f()).ok())`):
+// the coroutine never runs. Results are therefore always bound to a variable
+// first, here and in the library.
 #define CO_ASSERT_TRUE(cond)                       \
   do {                                             \
-    if (!(cond)) {                                 \
+    const bool co_assert_holds_ = (cond);          \
+    if (!co_assert_holds_) {                       \
       ADD_FAILURE() << "assertion failed: " #cond; \
       co_return;                                   \
     }                                              \
   } while (0)
-#define CO_ASSERT_OK(expr)                                                    \
-  do {                                                                        \
-    const auto& co_assert_value_ = (expr);                                    \
-    if (!co_assert_value_.ok()) {                                             \
-      ADD_FAILURE() << #expr << ": " << co_assert_value_.status().ToString(); \
-      co_return;                                                              \
-    }                                                                         \
+#define CO_ASSERT_OK(expr)                                                           \
+  do {                                                                               \
+    const ::uxds::Status co_assert_status_ = ::uxds::http2::testing::StatusOf(expr); \
+    if (!co_assert_status_.ok()) {                                                   \
+      ADD_FAILURE() << #expr << ": " << co_assert_status_.ToString();                \
+      co_return;                                                                     \
+    }                                                                                \
   } while (0)
 
 namespace uxds::http2::testing {
