@@ -28,7 +28,9 @@ void WatcherNotificationQueue::AmbientError(
 }
 
 Task<void> WatcherNotificationQueue::Run() {
-  while (std::optional<Notification> notification = co_await queue_.Receive()) {
+  for (;;) {
+    std::optional<Notification> notification = co_await queue_.Receive();
+    if (!notification.has_value()) co_return;
     WatcherRegistration& registration = *notification->registration;
     if (registration.cancelled) continue;
     // The watcher may cancel itself (or others) or start new watches from its

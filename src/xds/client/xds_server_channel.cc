@@ -153,7 +153,8 @@ Task<void> XdsServerChannel::Run() {
       while (wake_idle_.TryReceive().has_value()) {
       }
       if (HasSubscriptions()) continue;
-      if (!(co_await wake_idle_.Receive()).has_value()) co_return;
+      const std::optional<bool> woken = co_await wake_idle_.Receive();
+      if (!woken.has_value()) co_return;
       continue;
     }
     const bool seen_response = co_await RunStream(cancel);
@@ -163,7 +164,8 @@ Task<void> XdsServerChannel::Run() {
     // finally receive a response"; as gRPC, the next attempt still waits the
     // initial delay.
     if (seen_response) backoff_.Reset();
-    if (!(co_await SleepFor(env_.loop, backoff_.NextDelay())).ok()) co_return;
+    const Status slept = co_await SleepFor(env_.loop, backoff_.NextDelay());
+    if (!slept.ok()) co_return;
   }
 }
 
@@ -190,7 +192,9 @@ Task<StatusOr<std::unique_ptr<http2::ClientConnection>>> XdsServerChannel::Conne
     options.tls = tls_context_;
     options.tls_server_name = target.host;
   }
-  co_return co_await http2::ClientConnection::Connect(env_.loop, *address, std::move(options));
+  StatusOr<std::unique_ptr<http2::ClientConnection>> connection =
+      co_await http2::ClientConnection::Connect(env_.loop, *address, std::move(options));
+  co_return connection;
 }
 
 Task<bool> XdsServerChannel::RunStream(CancelState* cancel) {
@@ -233,7 +237,9 @@ Task<bool> XdsServerChannel::RunStream(CancelState* cancel) {
 }
 
 Task<void> XdsServerChannel::ReadResponses(Stream& stream) {
-  while (std::optional<std::string> message = co_await stream.call->Read()) {
+  for (;;) {
+    std::optional<std::string> message = co_await stream.call->Read();
+    if (!message.has_value()) break;
     HandleResponse(stream, *message);
   }
   const Status status = co_await stream.call->Finish();
@@ -255,7 +261,8 @@ Task<void> XdsServerChannel::ReadResponses(Stream& stream) {
 Task<void> XdsServerChannel::WriteRequests(Stream& stream) {
   for (;;) {
     while (stream.pending_types.empty()) {
-      if (!(co_await stream.wake_writer.Receive()).has_value()) co_return;
+      const std::optional<bool> woken = co_await stream.wake_writer.Receive();
+      if (!woken.has_value()) co_return;
     }
     const std::string type_url = std::move(stream.pending_types.front());
     stream.pending_types.pop_front();
@@ -270,7 +277,8 @@ Task<void> XdsServerChannel::WriteRequests(Stream& stream) {
     request.error_detail = std::exchange(state.pending_nack, Status());
     // NOTES: "The node goes only in the first request of each stream."
     if (!std::exchange(stream.node_sent, true)) request.node = &env_.node;
-    const Status written = co_await stream.call->Write(SerializeAdsRequest(request));
+    const std::string serialized = SerializeAdsRequest(request);
+    const Status written = co_await stream.call->Write(serialized);
     if (!written.ok() || stream.ended) co_return;
     // A57: the timer of a resource starts once the request naming it has been
     // sent on a connected stream.
