@@ -1,0 +1,358 @@
+// The ADS protocol as the control plane sees it: the node, resource names,
+// version_info, response_nonce and error_detail of each request (NOTES
+// "ACK / NACK"), partial NACKs (A46), wrapped resources, responses to
+// ignore, subscription changes, reconnection with backoff (A57) and A47
+// authorities.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "google/protobuf/any.pb.h"
+#include "support/test_support.h"
+#include "xds_client_test_fixture.h"
+
+namespace uxds::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+class XdsClientProtocolTest : public XdsClientTest {};
+
+TEST_F(XdsClientProtocolTest, NodeGoesOnlyInTheFirstRequestOfAStream) {
+  StartClient();
+  auto c1 = Watch(TestClusterType::Get(), "c1");
+  auto first = WaitForRequest(kClusterTypeUrl, {"c1"});
+  ASSERT_TRUE(first.has_value());
+  ASSERT_TRUE(first->node.has_value());
+  EXPECT_EQ(first->node->id, kNodeId);
+  EXPECT_EQ(first->node->cluster, "test-cluster");
+  EXPECT_EQ(first->node->locality_zone, "test-zone");
+  EXPECT_EQ(first->node->user_agent_name, "uxds");
+  EXPECT_FALSE(first->node->user_agent_version.empty());
+  EXPECT_NE(std::find(first->node->client_features.begin(), first->node->client_features.end(),
+                      "xds.config.resource-in-sotw"),
+            first->node->client_features.end());
+  EXPECT_EQ(first->version_info, "");
+  EXPECT_EQ(first->response_nonce, "");
+  EXPECT_FALSE(first->error_detail.has_value());
+
+  auto c2 = Watch(TestClusterType::Get(), "c2");
+  auto second = WaitForRequest(kClusterTypeUrl, {"c1", "c2"});
+  ASSERT_TRUE(second.has_value());
+  EXPECT_FALSE(second->node.has_value());
+  EXPECT_EQ(second->stream, first->stream);
+
+  auto e1 = Watch(TestEndpointsType::Get(), "e1");
+  auto endpoints = WaitForRequest(kEndpointsTypeUrl, {"e1"});
+  ASSERT_TRUE(endpoints.has_value());
+  EXPECT_FALSE(endpoints->node.has_value()) << "one stream multiplexes every type";
+  EXPECT_EQ(endpoints->stream, first->stream);
+}
+
+TEST_F(XdsClientProtocolTest, AckCarriesVersionAndNonce) {
+  StartClient();
+  auto c1 = Watch(TestClusterType::Get(), "c1");
+  WaitForRequest(kClusterTypeUrl, {"c1"});
+  ScriptedResponse response;
+  response.type_url = kClusterTypeUrl;
+  response.version_info = "v1";
+  response.nonce = "nonce-a";
+  response.resources = {ClusterAny("c1")};
+  ASSERT_EQ(cp_->SendResponse(response), "nonce-a");
+  auto ack = WaitForAnswerTo("nonce-a");
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_EQ(ack->version_info, "v1");
+  EXPECT_EQ(ack->resource_names, std::vector<std::string>{"c1"});
+  EXPECT_FALSE(ack->error_detail.has_value());
+  EXPECT_TRUE(NextIsCluster(*c1, "c1"));
+  // A later subscription change answers the same response again.
+  auto c2 = Watch(TestClusterType::Get(), "c2");
+  auto change = WaitForRequest(kClusterTypeUrl, {"c1", "c2"});
+  ASSERT_TRUE(change.has_value());
+  EXPECT_EQ(change->version_info, "v1");
+  EXPECT_EQ(change->response_nonce, "nonce-a");
+  // The other type has its own version and nonce.
+  auto e1 = Watch(TestEndpointsType::Get(), "e1");
+  auto endpoints = WaitForRequest(kEndpointsTypeUrl, {"e1"});
+  ASSERT_TRUE(endpoints.has_value());
+  EXPECT_EQ(endpoints->version_info, "");
+  EXPECT_EQ(endpoints->response_nonce, "");
+}
+
+TEST_F(XdsClientProtocolTest, NackKeepsTheAcceptedVersionAndListsEveryError) {
+  StartClient();
+  auto c1 = WatchAndReceiveCluster("c1", "1");
+  auto nack = Respond(kClusterTypeUrl, "2", {ClusterAny("c1", -5)});
+  ASSERT_TRUE(nack.has_value());
+  EXPECT_EQ(nack->version_info, "1") << "no valid resource: the old version stays";
+  ASSERT_TRUE(nack->error_detail.has_value());
+  EXPECT_EQ(nack->error_detail->code, 3);  // INVALID_ARGUMENT
+  EXPECT_EQ(nack->error_detail->message,
+            "xDS response validation errors: [resource index 0: c1: errors validating Cluster "
+            "resource: [field:connect_timeout error:must be positive]]");
+  // The error goes with that answer only.
+  auto c2 = Watch(TestClusterType::Get(), "c2");
+  auto change = WaitForRequest(kClusterTypeUrl, {"c1", "c2"});
+  ASSERT_TRUE(change.has_value());
+  EXPECT_EQ(change->version_info, "1");
+  EXPECT_EQ(change->response_nonce, nack->response_nonce);
+  EXPECT_FALSE(change->error_detail.has_value());
+}
+
+// A46: the valid resources of a NACKed response are used, and the request
+// carries the new version.
+TEST_F(XdsClientProtocolTest, PartialNackUsesTheValidResources) {
+  StartClient();
+  auto c1 = Watch(TestClusterType::Get(), "c1");
+  auto c2 = Watch(TestClusterType::Get(), "c2");
+  WaitForRequest(kClusterTypeUrl, {"c1", "c2"});
+  auto nack = Respond(kClusterTypeUrl, "7", {ClusterAny("c1", 2000), ClusterAny("c2", -1)});
+  ASSERT_TRUE(nack.has_value());
+  EXPECT_EQ(nack->version_info, "7");
+  ASSERT_TRUE(nack->error_detail.has_value());
+  EXPECT_NE(nack->error_detail->message.find("resource index 1: c2: errors validating Cluster"),
+            std::string::npos)
+      << nack->error_detail->message;
+  EXPECT_EQ(nack->error_detail->message.find("index 0"), std::string::npos);
+  EXPECT_TRUE(NextIsCluster(*c1, "c1", 2000));
+  EXPECT_TRUE(NextIsError(*c2, StatusCode::kInvalidArgument, "invalid resource"));
+  EXPECT_EQ(Entry(kClusterTypeUrl, "c1").state, XdsCacheState::kAcked);
+  EXPECT_EQ(Entry(kClusterTypeUrl, "c2").state, XdsCacheState::kNacked);
+}
+
+TEST_F(XdsClientProtocolTest, ResourcesWithoutNameOrOfAnotherTypeAreOnlyNacked) {
+  StartClient();
+  auto c1 = Watch(TestClusterType::Get(), "c1");
+  WaitForRequest(kClusterTypeUrl, {"c1"});
+  auto nack = Respond(kClusterTypeUrl, "1",
+                      {ResponseResource(kClusterTypeUrl, "\xff\xff garbage"),
+                       ResponseResource(EndpointsAny("c1")), ClusterAny("c1")});
+  ASSERT_TRUE(nack.has_value());
+  ASSERT_TRUE(nack->error_detail.has_value());
+  const std::string& message = nack->error_detail->message;
+  EXPECT_NE(message.find("resource index 0: Can't parse Cluster resource."), std::string::npos)
+      << message;
+  EXPECT_NE(
+      message.find("resource index 1: incorrect resource type \"" + std::string(kEndpointsTypeUrl) +
+                   "\" (should be \"" + kClusterTypeUrl + "\")"),
+      std::string::npos)
+      << message;
+  EXPECT_EQ(nack->version_info, "1") << "c1 was valid";
+  EXPECT_TRUE(NextIsCluster(*c1, "c1"));
+}
+
+TEST_F(XdsClientProtocolTest, WrappedResourcesAreAccepted) {
+  StartClient();
+  auto c1 = Watch(TestClusterType::Get(), "c1");
+  WaitForRequest(kClusterTypeUrl, {"c1"});
+  ScriptedResponse response;
+  response.type_url = kClusterTypeUrl;
+  response.version_info = "1";
+  response.wrap_in_resource = true;
+  ResponseResource wrapped(ClusterAny("c1", 3000));
+  wrapped.wrapper_name = "c1";
+  response.resources = {wrapped};
+  const std::string nonce = cp_->SendResponse(response);
+  auto ack = WaitForAnswerTo(nonce);
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_FALSE(ack->error_detail.has_value());
+  EXPECT_TRUE(NextIsCluster(*c1, "c1", 3000));
+}
+
+// NOTES: a response that cannot be decoded, or of a type never watched, gets
+// no ACK and no NACK.
+TEST_F(XdsClientProtocolTest, UndecodableAndUnknownTypeResponsesAreIgnored) {
+  StartClient();
+  auto c1 = Watch(TestClusterType::Get(), "c1");
+  WaitForRequest(kClusterTypeUrl, {"c1"});
+  ScriptedResponse unknown;
+  unknown.type_url = "type.googleapis.com/unknown.Type";
+  unknown.version_info = "1";
+  unknown.nonce = "unknown-nonce";
+  cp_->SendResponse(unknown);
+  ASSERT_TRUE(cp_->SendRawMessage("\x0a\xff\xff not a DiscoveryResponse"));
+  auto ack = Respond(kClusterTypeUrl, "1", {ClusterAny("c1")});
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_TRUE(NextIsCluster(*c1, "c1"));
+  for (const ObservedRequest& request : cp_->AllRequests()) {
+    EXPECT_NE(request.response_nonce, "unknown-nonce");
+    EXPECT_NE(request.type_url, "type.googleapis.com/unknown.Type");
+  }
+}
+
+TEST_F(XdsClientProtocolTest, UnsubscribedNamesAreIgnored) {
+  StartClient();
+  auto c1 = Watch(TestClusterType::Get(), "c1");
+  WaitForRequest(kClusterTypeUrl, {"c1"});
+  auto ack = Respond(kClusterTypeUrl, "1", {ClusterAny("c1"), ClusterAny("not-watched")},
+                     {{"also-not-watched", 5, "nope"}});
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_FALSE(ack->error_detail.has_value());
+  EXPECT_TRUE(NextIsCluster(*c1, "c1"));
+  EXPECT_FALSE(HasEntry(kClusterTypeUrl, "not-watched"));
+  EXPECT_FALSE(HasEntry(kClusterTypeUrl, "also-not-watched"));
+}
+
+// Several watchers share one subscription; the last one to go unsubscribes
+// the name, and the last name of the server closes the stream.
+TEST_F(XdsClientProtocolTest, SubscriptionChangesAndTheLastUnsubscriptionClosesTheStream) {
+  StartClient();
+  auto c1 = Watch(TestClusterType::Get(), "c1");
+  auto c1_again = Watch(TestClusterType::Get(), "c1");
+  auto c2 = Watch(TestClusterType::Get(), "c2");
+  auto request = WaitForRequest(kClusterTypeUrl, {"c1", "c2"});
+  ASSERT_TRUE(request.has_value());
+  Respond(kClusterTypeUrl, "1", {ClusterAny("c1"), ClusterAny("c2")});
+  CancelWatch(TestClusterType::Get(), "c1", c1.get());
+  CancelWatch(TestClusterType::Get(), "c2", c2.get());
+  WaitForRequest(kClusterTypeUrl, {"c1"});
+  CancelWatch(TestClusterType::Get(), "c1", c1_again.get());
+  EXPECT_TRUE(cp_->WaitForStreamClosed(kWait, request->stream).has_value());
+  // A new watch opens a new stream that starts with the node, the accepted
+  // version and no nonce.
+  auto c3 = Watch(TestClusterType::Get(), "c3");
+  auto fresh = WaitForRequest(kClusterTypeUrl, {"c3"});
+  ASSERT_TRUE(fresh.has_value());
+  EXPECT_NE(fresh->stream, request->stream);
+  EXPECT_TRUE(fresh->node.has_value());
+  EXPECT_EQ(fresh->version_info, "1");
+  EXPECT_EQ(fresh->response_nonce, "");
+}
+
+// NOTES: the accepted version survives a stream restart; the nonce does not;
+// every subscription is sent again.
+TEST_F(XdsClientProtocolTest, ANewStreamResendsSubscriptionsWithTheAcceptedVersion) {
+  StartClient();
+  auto c1 = WatchAndReceiveCluster("c1", "42");
+  auto e1 = Watch(TestEndpointsType::Get(), "e1");
+  auto old_request = WaitForRequest(kEndpointsTypeUrl, {"e1"});
+  ASSERT_TRUE(old_request.has_value());
+  ASSERT_TRUE(cp_->CloseStream(0, "rebalancing"));
+  auto clusters = cp_->NextRequestMatching(kWait, [&](const ObservedRequest& r) {
+    return r.stream != old_request->stream && r.type_url == kClusterTypeUrl;
+  });
+  ASSERT_TRUE(clusters.has_value());
+  EXPECT_EQ(clusters->version_info, "42");
+  EXPECT_EQ(clusters->response_nonce, "");
+  EXPECT_EQ(clusters->resource_names, std::vector<std::string>{"c1"});
+  auto endpoints = WaitForRequest(kEndpointsTypeUrl, {"e1"});
+  ASSERT_TRUE(endpoints.has_value());
+  EXPECT_EQ(endpoints->stream, clusters->stream);
+  EXPECT_EQ(endpoints->version_info, "");
+  // Exactly one of the new stream's requests carries the node: the first.
+  EXPECT_NE(clusters->node.has_value(), endpoints->node.has_value());
+  Flush();
+  EXPECT_TRUE(NoMoreEvents(*c1)) << "a stream that had a response ends silently";
+}
+
+// A57: failed stream attempts back off exponentially (here from 100 ms, x3,
+// no jitter); a stream that saw a response resets the backoff.
+TEST_F(XdsClientProtocolTest, StreamRetriesBackOffExponentiallyAndResetAfterAResponse) {
+  XdsClientOptions options = TestOptions();
+  options.backoff_initial = milliseconds(100);
+  options.backoff_multiplier = 3;
+  options.backoff_jitter = 0;
+  options.backoff_max = milliseconds(60'000);
+  StartClient(BootstrapFeatures{}, options);
+  auto c1 = Watch(TestClusterType::Get(), "c1");
+  const std::vector<milliseconds> expected_delays = {milliseconds(100), milliseconds(300),
+                                                     milliseconds(900)};
+  auto stream = cp_->WaitForStreamOpened(kWait);
+  ASSERT_TRUE(stream.has_value());
+  for (milliseconds delay : expected_delays) {
+    WaitForRequest(kClusterTypeUrl, {"c1"});
+    const auto closed_at = Clock::now();
+    ASSERT_TRUE(cp_->CloseStream(14, "no"));
+    stream = cp_->WaitForStreamOpened(kWait);
+    ASSERT_TRUE(stream.has_value());
+    // A lower bound only: the retry cannot come before its delay.
+    EXPECT_GE(Clock::now() - closed_at, delay - milliseconds(5));
+  }
+  // This stream gets a response before it ends: the next attempt waits the
+  // initial 100 ms again, not 2.7 s (then 8.1 s).
+  WaitForRequest(kClusterTypeUrl, {"c1"});
+  Respond(kClusterTypeUrl, "1", {ClusterAny("c1")});
+  ASSERT_TRUE(cp_->CloseStream(14, "after a response"));
+  EXPECT_TRUE(cp_->WaitForStreamOpened(std::chrono::seconds(2)).has_value())
+      << "backoff was not reset by the response";
+}
+
+// A47: an xdstp:// name is fetched from its authority's servers (or the
+// top-level ones when it lists none), any other name from the top-level
+// servers; a response from one server does not touch another's resources.
+TEST_F(XdsClientProtocolTest, AuthoritiesRouteNamesToTheirServers) {
+  auto other_cp = FakeControlPlane::Start();
+  ASSERT_NE(other_cp, nullptr);
+  Bootstrap bootstrap = MakeBootstrap(cp_->target());
+  XdsAuthority own_servers;
+  XdsServerConfig other_server;
+  other_server.server_uri = other_cp->target();
+  own_servers.xds_servers.push_back(other_server);
+  bootstrap.authorities["a1.example.com"] = own_servers;
+  bootstrap.authorities["a2.example.com"] = XdsAuthority{};
+  StartClient(bootstrap);
+
+  const std::string x = "xdstp://a1.example.com/envoy.config.cluster.v3.Cluster/x";
+  const std::string y = "xdstp://a2.example.com/envoy.config.cluster.v3.Cluster/y?b=2&a=1";
+  const std::string y_normalized =
+      "xdstp://a2.example.com/envoy.config.cluster.v3.Cluster/y?a=1&b=2";
+  auto wx = Watch(TestClusterType::Get(), x);
+  auto wy = Watch(TestClusterType::Get(), y);
+  auto wc = Watch(TestClusterType::Get(), "c1");
+  WaitForRequest(*other_cp, kClusterTypeUrl, {x});
+  WaitForRequest(kClusterTypeUrl, {y_normalized, "c1"});
+
+  // The other server sends c1 too: not subscribed there, ignored.
+  ScriptedResponse from_other;
+  from_other.type_url = kClusterTypeUrl;
+  from_other.version_info = "o1";
+  from_other.resources = {ClusterAny(x), ClusterAny("c1", 7000)};
+  WaitForAnswerTo(*other_cp, other_cp->SendResponse(from_other));
+  EXPECT_TRUE(NextIsCluster(*wx, x));
+  Respond(kClusterTypeUrl, "1", {ClusterAny(y_normalized), ClusterAny("c1", 1000)});
+  EXPECT_TRUE(NextIsCluster(*wy, y_normalized));
+  EXPECT_TRUE(NextIsCluster(*wc, "c1", 1000));
+  Flush();
+  EXPECT_TRUE(NoMoreEvents(*wc));
+  EXPECT_EQ(Entry(kClusterTypeUrl, x).authority, "a1.example.com");
+  EXPECT_EQ(Entry(kClusterTypeUrl, "c1").authority, "#old");
+
+  auto unknown = Watch(TestClusterType::Get(),
+                       "xdstp://nowhere.example.com/envoy.config.cluster.v3.Cluster/z");
+  EXPECT_TRUE(NextIsError(*unknown, StatusCode::kFailedPrecondition,
+                          "authority \"nowhere.example.com\" not present in bootstrap config"));
+  auto invalid =
+      Watch(TestClusterType::Get(), "xdstp://a1.example.com/envoy.config.listener.v3.Listener/z");
+  auto event = invalid->Next();
+  ASSERT_TRUE(event.has_value());
+  EXPECT_EQ(event->status.code(), StatusCode::kInvalidArgument) << event->ToString();
+}
+
+TEST_F(XdsClientProtocolTest, TlsChannelCredentials) {
+  TempDir dir;
+  TestCertificates certificates = MakeTestCertificates(dir.path());
+  FakeControlPlaneOptions tls_options;
+  tls_options.tls_cert_file = certificates.server_cert;
+  tls_options.tls_key_file = certificates.server_key;
+  auto tls_cp = FakeControlPlane::Start(tls_options);
+  ASSERT_NE(tls_cp, nullptr);
+  Bootstrap bootstrap = MakeBootstrap(tls_cp->target());
+  bootstrap.xds_servers[0].channel_credentials.type = "tls";
+  bootstrap.xds_servers[0].channel_credentials.ca_certificate_file = certificates.ca_cert;
+  StartClient(bootstrap);
+  auto c1 = Watch(TestClusterType::Get(), "c1");
+  WaitForRequest(*tls_cp, kClusterTypeUrl, {"c1"});
+  ScriptedResponse response;
+  response.type_url = kClusterTypeUrl;
+  response.version_info = "1";
+  response.resources = {ClusterAny("c1")};
+  WaitForAnswerTo(*tls_cp, tls_cp->SendResponse(response));
+  EXPECT_TRUE(NextIsCluster(*c1, "c1"));
+}
+
+}  // namespace
+}  // namespace uxds::testing
