@@ -1,0 +1,174 @@
+// Watchers (A88): shared subscriptions, late watchers (the resource, then the
+// standing error, in that order), identical updates, cancellation, and
+// callbacks that are queued, never reentrant.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "xds_client_test_fixture.h"
+
+namespace uxds::testing {
+namespace {
+
+class XdsClientWatchersTest : public XdsClientTest {};
+
+TEST_F(XdsClientWatchersTest, WatchersOfOneResourceShareOneSubscription) {
+  StartClient();
+  auto first = Watch(TestClusterType::Get(), "c1");
+  auto second = Watch(TestClusterType::Get(), "c1");
+  auto request = WaitForRequest(kClusterTypeUrl, {"c1"});
+  ASSERT_TRUE(request.has_value());
+  EXPECT_EQ(request->resource_names, std::vector<std::string>{"c1"});
+  Respond(kClusterTypeUrl, "1", {ClusterAny("c1", 1000)});
+  EXPECT_TRUE(NextIsCluster(*first, "c1", 1000));
+  EXPECT_TRUE(NextIsCluster(*second, "c1", 1000));
+  Respond(kClusterTypeUrl, "2", {ClusterAny("c1", 2000)});
+  EXPECT_TRUE(NextIsCluster(*first, "c1", 2000));
+  EXPECT_TRUE(NextIsCluster(*second, "c1", 2000));
+  EXPECT_EQ(Entry(kClusterTypeUrl, "c1").watchers, 2u);
+}
+
+// A88: "the newly started watcher should also see both the valid resource and
+// the ambient error, in that order."
+TEST_F(XdsClientWatchersTest, ALateWatcherGetsTheResourceThenTheAmbientError) {
+  StartClient();
+  auto first = WatchAndReceiveCluster("c1");
+  Respond(kClusterTypeUrl, "2", {ClusterAny("c1", -1)});
+  EXPECT_TRUE(NextIsAmbient(*first, StatusCode::kInvalidArgument, "invalid resource"));
+  auto late = Watch(TestClusterType::Get(), "c1");
+  EXPECT_TRUE(NextIsCluster(*late, "c1"));
+  EXPECT_TRUE(NextIsAmbient(*late, StatusCode::kInvalidArgument, "invalid resource"));
+  Flush();
+  EXPECT_TRUE(NoMoreEvents(*late));
+  EXPECT_TRUE(NoMoreEvents(*first));
+}
+
+TEST_F(XdsClientWatchersTest, ALateWatcherGetsTheResourceThenTheServerError) {
+  StartClient();
+  auto first = WatchAndReceiveCluster("c1");
+  ASSERT_TRUE(cp_->StopListening());
+  ASSERT_TRUE(cp_->DropAllConnections());
+  EXPECT_TRUE(NextIsAmbient(*first, StatusCode::kUnavailable, "connection failed"));
+  auto late = Watch(TestClusterType::Get(), "c1");
+  EXPECT_TRUE(NextIsCluster(*late, "c1"));
+  EXPECT_TRUE(NextIsAmbient(*late, StatusCode::kUnavailable, "connection failed"));
+}
+
+TEST_F(XdsClientWatchersTest, ALateWatcherOfAResourceInErrorGetsTheError) {
+  StartClient();
+  auto first = Watch(TestClusterType::Get(), "c1");
+  WaitForRequest(kClusterTypeUrl, {"c1"});
+  Respond(kClusterTypeUrl, "1", {}, {{"c1", static_cast<int>(StatusCode::kNotFound), "gone"}});
+  EXPECT_TRUE(NextIsError(*first, StatusCode::kNotFound, "gone"));
+  auto late = Watch(TestClusterType::Get(), "c1");
+  EXPECT_TRUE(NextIsError(*late, StatusCode::kNotFound, "gone"));
+  Flush();
+  EXPECT_TRUE(NoMoreEvents(*late));
+}
+
+// DESIGN.md: identical updates notify nobody.
+TEST_F(XdsClientWatchersTest, AnIdenticalResourceNotifiesNobody) {
+  StartClient();
+  auto watcher = WatchAndReceiveCluster("c1", "1");
+  Respond(kClusterTypeUrl, "2", {ClusterAny("c1")});
+  EXPECT_TRUE(NoMoreEvents(*watcher));
+  XdsResourceSnapshot entry = Entry(kClusterTypeUrl, "c1");
+  EXPECT_EQ(entry.state, XdsCacheState::kAcked);
+  EXPECT_EQ(entry.version, "2");
+  // A different one does.
+  Respond(kClusterTypeUrl, "3", {ClusterAny("c1", 1000, "stats")});
+  EXPECT_TRUE(NextIsCluster(*watcher, "c1"));
+}
+
+TEST_F(XdsClientWatchersTest, NoCallbackAfterCancelWatch) {
+  StartClient();
+  auto kept = WatchAndReceiveCluster("c1");
+  auto cancelled = Watch(TestClusterType::Get(), "c1");
+  EXPECT_TRUE(NextIsCluster(*cancelled, "c1"));
+  CancelWatch(TestClusterType::Get(), "c1", cancelled.get());
+  Respond(kClusterTypeUrl, "2", {ClusterAny("c1", 5000)});
+  EXPECT_TRUE(NextIsCluster(*kept, "c1", 5000));
+  EXPECT_TRUE(NoMoreEvents(*cancelled));
+  // Cancelled before its queued notifications were delivered: none arrive.
+  auto short_lived = std::make_shared<ClusterWatcher>();
+  loop_->RunSync([&] {
+    client_->WatchResource(TestClusterType::Get(), "c1", short_lived);
+    client_->CancelWatch(TestClusterType::Get(), "c1", short_lived.get());
+  });
+  Flush();
+  EXPECT_TRUE(NoMoreEvents(*short_lived));
+  // So is a watch that failed at once.
+  auto invalid = std::make_shared<ClusterWatcher>();
+  const std::string bad_name = "xdstp://x/wrong.Type/c";
+  loop_->RunSync([&] {
+    client_->WatchResource(TestClusterType::Get(), bad_name, invalid);
+    client_->CancelWatch(TestClusterType::Get(), bad_name, invalid.get());
+  });
+  Flush();
+  EXPECT_TRUE(NoMoreEvents(*invalid));
+}
+
+// A watcher that starts another watch from its callback (as a Cluster
+// watcher starts its endpoints watch). Its callbacks never run inside
+// another callback or inside WatchResource().
+class ChainingWatcher : public XdsResourceWatcher<TestClusterResource> {
+ public:
+  ChainingWatcher(XdsClient& client, std::shared_ptr<EndpointsWatcher> endpoints)
+      : client_(client), endpoints_(std::move(endpoints)) {}
+
+  void OnResourceChanged(StatusOr<std::shared_ptr<const TestClusterResource>> cluster) override {
+    EnterCallback();
+    if (cluster.ok() && !started_) {
+      started_ = true;
+      client_.WatchResource(TestEndpointsType::Get(), (*cluster)->name, endpoints_);
+    }
+    LeaveCallback();
+  }
+  void OnAmbientError(Status) override {
+    EnterCallback();
+    LeaveCallback();
+  }
+  static void EnterCallback() {
+    if (in_callback_.exchange(true)) reentered_ = true;
+  }
+  static void LeaveCallback() { in_callback_ = false; }
+  static inline std::atomic<bool> in_callback_{false};
+  static inline std::atomic<bool> reentered_{false};
+
+ private:
+  XdsClient& client_;
+  std::shared_ptr<EndpointsWatcher> endpoints_;
+  bool started_ = false;
+};
+
+class CheckingEndpointsWatcher : public EndpointsWatcher {
+ public:
+  void OnResourceChanged(StatusOr<std::shared_ptr<const TestEndpointsResource>> r) override {
+    ChainingWatcher::EnterCallback();
+    EndpointsWatcher::OnResourceChanged(std::move(r));
+    ChainingWatcher::LeaveCallback();
+  }
+};
+
+TEST_F(XdsClientWatchersTest, AWatcherMayStartWatchesFromItsCallback) {
+  StartClient();
+  auto endpoints = std::make_shared<CheckingEndpointsWatcher>();
+  std::shared_ptr<ChainingWatcher> cluster;
+  loop_->RunSync([&] {
+    cluster = std::make_shared<ChainingWatcher>(*client_, endpoints);
+    client_->WatchResource(TestClusterType::Get(), "c1", cluster);
+  });
+  WaitForRequest(kClusterTypeUrl, {"c1"});
+  Respond(kClusterTypeUrl, "1", {ClusterAny("c1")});
+  WaitForRequest(kEndpointsTypeUrl, {"c1"});
+  Respond(kEndpointsTypeUrl, "1", {EndpointsAny("c1")});
+  EXPECT_TRUE(NextIsEndpoints(*endpoints, "c1"));
+  EXPECT_FALSE(ChainingWatcher::reentered_);
+  // The client is shut down before `cluster`, which refers to it, goes.
+  ShutdownClient();
+}
+
+}  // namespace
+}  // namespace uxds::testing
