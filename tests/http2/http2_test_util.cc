@@ -132,6 +132,11 @@ Task<bool> WaitUntil(Loop& loop, std::function<bool()> condition, std::chrono::m
   co_return true;
 }
 
+Task<void> RunChecksThenJoin(TaskGroup& group, std::function<Task<void>()> checks) {
+  co_await checks();
+  co_await group.CancelAndJoin();
+}
+
 void Http2Test::SetUp() {
   StatusOr<std::unique_ptr<Loop>> loop = Loop::Create();
   ASSERT_TRUE(loop.ok()) << loop.status().ToString();

@@ -76,6 +76,10 @@ struct ServiceProbe {
 //   FailAfter  writes two messages, then fails with ABORTED
 std::shared_ptr<ServiceRegistry> MakeTestService(ServiceProbe& probe);
 
+// Runs `checks`, which may stop early at a CO_ASSERT, then cancels and joins
+// `group`: a test's background tasks never outlive it.
+Task<void> RunChecksThenJoin(TaskGroup& group, std::function<Task<void>()> checks);
+
 // Polls `condition` every millisecond, up to `limit`; true once it holds.
 Task<bool> WaitUntil(Loop& loop, std::function<bool()> condition,
                      std::chrono::milliseconds limit = std::chrono::seconds(20));

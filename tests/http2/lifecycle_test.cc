@@ -122,7 +122,8 @@ TEST_F(Http2Test, CancellingTheAwaitingTaskCancelsTheCall) {
     TaskGroup group(*loop_);
     group.Spawn([](ClientCall& call, Status& out) -> Task<void> { out = co_await call.Finish(); }(
                                                       *call, observed));
-    CO_ASSERT_TRUE(co_await WaitUntil(*loop_, [&] { return probe_->handlers_started == 1; }));
+    const bool started = co_await WaitUntil(*loop_, [&] { return probe_->handlers_started == 1; });
+    EXPECT_TRUE(started);
     co_await group.CancelAndJoin();
     EXPECT_EQ(observed.code(), StatusCode::kCancelled);
     EXPECT_TRUE(co_await WaitUntil(*loop_, [&] { return probe_->handlers_cancelled == 1; }));
@@ -145,7 +146,9 @@ TEST_F(Http2Test, ServerDrainLetsInFlightCallsFinish) {
     }(*server_, shutdown_done));
 
     // GOAWAY: the connection takes no new calls, the listener is closed.
-    CO_ASSERT_TRUE(co_await WaitUntil(*loop_, [&] { return !(*conn)->usable(); }));
+    // (No CO_ASSERT while `group` runs: it must be joined.)
+    const bool goaway = co_await WaitUntil(*loop_, [&] { return !(*conn)->usable(); });
+    EXPECT_TRUE(goaway);
     std::unique_ptr<ClientCall> refused = (*conn)->StartCall("/test.Echo/Unary");
     EXPECT_TRUE(refused->finished());
     EXPECT_EQ(refused->status().code(), StatusCode::kUnavailable);
@@ -204,29 +207,31 @@ TEST_F(Http2Test, ServerConnectionCloseAndDrainOnAcceptedSockets) {
     }(**listener, *loop_, registry_, connections, group));
 
     const SocketAddress address = (*listener)->local_address();
-    auto first = co_await ClientConnection::Connect(*loop_, address, ClientConnectionOptions());
-    CO_ASSERT_OK(first);
-    std::unique_ptr<ClientCall> held = (*first)->StartCall("/test.Echo/Hold");
-    CO_ASSERT_TRUE(co_await WaitUntil(*loop_, [&] { return probe_->handlers_started == 1; }));
-    CO_ASSERT_TRUE(connections.size() == 1);
-    EXPECT_EQ(connections[0]->active_calls(), 1u);
-    connections[0]->Close();
-    const Status closed_call = co_await held->Finish();
-    EXPECT_EQ(closed_call.code(), StatusCode::kUnavailable);
-    EXPECT_TRUE(co_await WaitUntil(*loop_, [&] { return probe_->handlers_cancelled == 1; }));
+    co_await RunChecksThenJoin(group, [&]() -> Task<void> {
+      auto first = co_await ClientConnection::Connect(*loop_, address, ClientConnectionOptions());
+      CO_ASSERT_OK(first);
+      std::unique_ptr<ClientCall> held = (*first)->StartCall("/test.Echo/Hold");
+      CO_ASSERT_TRUE(co_await WaitUntil(*loop_, [&] { return probe_->handlers_started == 1; }));
+      CO_ASSERT_TRUE(connections.size() == 1);
+      EXPECT_EQ(connections[0]->active_calls(), 1u);
+      connections[0]->Close();
+      const Status closed_call = co_await held->Finish();
+      EXPECT_EQ(closed_call.code(), StatusCode::kUnavailable);
+      EXPECT_TRUE(co_await WaitUntil(*loop_, [&] { return probe_->handlers_cancelled == 1; }));
 
-    auto second = co_await ClientConnection::Connect(*loop_, address, ClientConnectionOptions());
-    CO_ASSERT_OK(second);
-    CO_ASSERT_OK(co_await UnaryCall(**second, "/test.Echo/Unary", "before drain"));
-    CO_ASSERT_TRUE(connections.size() == 2);
-    connections[1]->Drain(milliseconds(5000));
-    EXPECT_TRUE(connections[1]->draining());
-    const Status closed = co_await (*second)->closed_event().Wait();
-    EXPECT_TRUE(closed.ok());
-    co_await group.Join();
-    EXPECT_TRUE(connections[1]->closed());
-    co_await (*first)->Close();
-    co_await (*second)->Close();
+      auto second = co_await ClientConnection::Connect(*loop_, address, ClientConnectionOptions());
+      CO_ASSERT_OK(second);
+      CO_ASSERT_OK(co_await UnaryCall(**second, "/test.Echo/Unary", "before drain"));
+      CO_ASSERT_TRUE(connections.size() == 2);
+      connections[1]->Drain(milliseconds(5000));
+      EXPECT_TRUE(connections[1]->draining());
+      const Status closed = co_await (*second)->closed_event().Wait();
+      EXPECT_TRUE(closed.ok());
+      co_await group.Join();
+      EXPECT_TRUE(connections[1]->closed());
+      co_await (*first)->Close();
+      co_await (*second)->Close();
+    });
   }());
 }
 
@@ -263,17 +268,19 @@ TEST_F(Http2Test, UnansweredKeepaliveClosesTheConnection) {
       if (!wrote.ok()) co_return;
       (void)co_await ReadUntilClosed(loop, **socket, milliseconds(20000));
     }(**listener, *loop_));
-    ClientConnectionOptions options;
-    options.keepalive_time = milliseconds(20);
-    options.keepalive_timeout = milliseconds(50);
-    auto conn = co_await ClientConnection::Connect(*loop_, (*listener)->local_address(), options);
-    CO_ASSERT_OK(conn);
-    std::unique_ptr<ClientCall> call = (*conn)->StartCall("/test.Echo/Hold");
-    const Status status = co_await call->Finish();
-    EXPECT_EQ(status.code(), StatusCode::kUnavailable);
-    EXPECT_NE(status.message().find("PING"), std::string::npos) << status.ToString();
-    EXPECT_TRUE((*conn)->closed());
-    co_await group.Join();
+    co_await RunChecksThenJoin(group, [&]() -> Task<void> {
+      ClientConnectionOptions options;
+      options.keepalive_time = milliseconds(20);
+      options.keepalive_timeout = milliseconds(50);
+      auto conn = co_await ClientConnection::Connect(*loop_, (*listener)->local_address(), options);
+      CO_ASSERT_OK(conn);
+      std::unique_ptr<ClientCall> call = (*conn)->StartCall("/test.Echo/Hold");
+      const Status status = co_await call->Finish();
+      EXPECT_EQ(status.code(), StatusCode::kUnavailable);
+      EXPECT_NE(status.message().find("PING"), std::string::npos) << status.ToString();
+      EXPECT_TRUE((*conn)->closed());
+      co_await group.Join();
+    });
   }());
 }
 
