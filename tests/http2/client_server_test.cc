@@ -241,5 +241,64 @@ TEST_F(Http2Test, ClosingTheConnectionFailsOpenCallsUnavailable) {
   });
 }
 
+TEST_F(Http2Test, ServerFinishingEarlyEndsTheClientsStream) {
+  RunWithServer([&]() -> Task<void> {
+    auto conn = co_await Connect();
+    CO_ASSERT_OK(conn);
+    // The handler returns without reading while we keep writing: trailers,
+    // then RST_STREAM NO_ERROR (PROTOCOL-HTTP2 "Early Server Closure").
+    std::unique_ptr<ClientCall> call =
+        (*conn)->StartCall("/test.Echo/Status", {{"x-code", "9"}, {"x-message", "stop sending"}});
+    const Status first = co_await call->Write("one");
+    EXPECT_TRUE(first.ok());
+    const Status status = co_await call->Finish();
+    EXPECT_EQ(status.code(), StatusCode::kFailedPrecondition);
+    EXPECT_EQ(status.message(), "stop sending");
+    const Status late = co_await call->Write("two");
+    EXPECT_EQ(late.code(), StatusCode::kFailedPrecondition);
+    CO_ASSERT_OK(co_await UnaryCall(**conn, "/test.Echo/Unary", "next"));
+    co_await (*conn)->Close();
+  });
+}
+
+TEST_F(Http2Test, UnaryCallWithoutResponseMessageIsInternal) {
+  RunWithServer([&]() -> Task<void> {
+    auto conn = co_await Connect();
+    CO_ASSERT_OK(conn);
+    const Metadata ok_without_message = {{"x-code", "0"}};
+    StatusOr<std::string> response =
+        co_await UnaryCall(**conn, "/test.Echo/Status", "x", ok_without_message);
+    EXPECT_EQ(response.status().code(), StatusCode::kInternal) << response.status().ToString();
+    co_await (*conn)->Close();
+  });
+}
+
+TEST_F(Http2Test, OversizeRequestMetadataIsRefused) {
+  RunWithServer([&]() -> Task<void> {
+    auto conn = co_await Connect();
+    CO_ASSERT_OK(conn);
+    const Metadata huge = {{"x-huge", std::string(20000, 'h')}};
+    StatusOr<std::string> response = co_await UnaryCall(**conn, "/test.Echo/Unary", "x", huge);
+    EXPECT_EQ(response.status().code(), StatusCode::kResourceExhausted)
+        << response.status().ToString();
+    EXPECT_EQ(probe_->handlers_started, 0);
+    CO_ASSERT_OK(co_await UnaryCall(**conn, "/test.Echo/Unary", "small"));
+    co_await (*conn)->Close();
+  });
+}
+
+TEST_F(Http2Test, DestroyingAnOpenConnectionClosesItInTheBackground) {
+  RunWithServer([&]() -> Task<void> {
+    auto conn = co_await Connect();
+    CO_ASSERT_OK(conn);
+    std::unique_ptr<ClientCall> call = (*conn)->StartCall("/test.Echo/Hold");
+    CO_ASSERT_TRUE(co_await WaitUntil(*loop_, [&] { return probe_->handlers_started == 1; }));
+    conn->reset();  // no Close(): the loop joins the connection's tasks
+    const Status status = co_await call->Finish();
+    EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status.ToString();
+    EXPECT_TRUE(co_await WaitUntil(*loop_, [&] { return probe_->handlers_cancelled == 1; }));
+  });
+}
+
 }  // namespace
 }  // namespace uxds::http2::testing

@@ -152,5 +152,43 @@ TEST_F(NghttpTest, H2loadUnaryCallsAllSucceed) {
   });
 }
 
+TEST_F(NghttpTest, ServerEnforcesTheDeadlineItself) {
+  // nghttp does not cancel at the deadline: the server must, with
+  // RST_STREAM CANCEL (PROTOCOL-HTTP2 "Client Cancellation").
+  RunWithServer([&]() -> Task<void> {
+    const std::vector<std::string> argv = {"nghttp",
+                                           "-v",
+                                           "-d",
+                                           FramedFile("x"),
+                                           "-H",
+                                           "content-type: application/grpc",
+                                           "-H",
+                                           "grpc-timeout: 50m",
+                                           Url("/test.Echo/Hold")};
+    const std::string out = co_await RunTool(argv);
+    EXPECT_NE(out.find("RST_STREAM"), std::string::npos) << out;
+    EXPECT_NE(out.find("error_code=CANCEL"), std::string::npos) << out;
+    EXPECT_EQ(probe_->handlers_cancelled, 1);
+  });
+}
+
+TEST_F(NghttpTest, MalformedTimeoutIsRefused) {
+  RunWithServer([&]() -> Task<void> {
+    const std::vector<std::string> argv = {"nghttp",
+                                           "-v",
+                                           "-d",
+                                           FramedFile("x"),
+                                           "-H",
+                                           "content-type: application/grpc",
+                                           "-H",
+                                           "grpc-timeout: 123456789S",
+                                           Url("/test.Echo/Unary")};
+    const std::string out = co_await RunTool(argv);
+    EXPECT_NE(out.find(":status: 400"), std::string::npos) << out;
+    EXPECT_NE(out.find("grpc-status: 13"), std::string::npos) << out;
+    EXPECT_EQ(probe_->handlers_started, 0);
+  });
+}
+
 }  // namespace
 }  // namespace uxds::http2::testing
