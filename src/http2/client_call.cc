@@ -110,6 +110,15 @@ Task<std::optional<std::string>> ClientCall::Read() {
   }
 }
 
+Task<Status> ClientCall::ReadInitialMetadata() {
+  while (!response_headers_received_ && !finished_) {
+    const Status awaited = co_await read_cond_.Wait();
+    if (!awaited.ok()) Cancel();
+  }
+  if (response_headers_received_) co_return OkStatus();
+  co_return status_;
+}
+
 Task<Status> ClientCall::Finish() {
   while (!finished_) {
     // Unread messages would hold back the stream window, and with it the

@@ -43,6 +43,10 @@ class ClientCall final : private detail::Http2Stream {
   // status are still returned; a local failure (cancel, deadline, lost
   // connection) discards them.
   Task<std::optional<std::string>> Read();
+  // Waits for the response headers: OK once initial_metadata() is set; the
+  // final status when the call ended without them (a Trailers-Only response
+  // or an error; then initial_metadata() stays empty).
+  Task<Status> ReadInitialMetadata();
   // Waits for the final status: from the trailers, or a local error
   // (DEADLINE_EXCEEDED, CANCELLED, UNAVAILABLE when the connection is lost,
   // RESOURCE_EXHAUSTED for an oversize message, INTERNAL for a malformed

@@ -30,6 +30,9 @@ struct ClientConnectionOptions {
   std::chrono::milliseconds connect_timeout{20000};
   // PINGs every keepalive_time (0: none); the connection closes (its calls
   // UNAVAILABLE) when one is not acknowledged within keepalive_timeout.
+  // gRPC servers by default answer PINGs more frequent than every 5 minutes
+  // with GOAWAY ENHANCE_YOUR_CALM ("too_many_pings") unless configured to
+  // permit them.
   std::chrono::milliseconds keepalive_time{0};
   std::chrono::milliseconds keepalive_timeout{20000};
   // A larger response message fails its call with RESOURCE_EXHAUSTED.

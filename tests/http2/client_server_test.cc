@@ -99,6 +99,8 @@ TEST_F(Http2Test, TrailersOnlyResponseCarriesStatusAndMetadata) {
     std::unique_ptr<ClientCall> call =
         (*conn)->StartCall("/test.Echo/Status", {{"x-code", "5"}, {"x-message", "no such thing"}});
     CO_ASSERT_TRUE((co_await call->WritesDone()).ok());
+    const Status headers = co_await call->ReadInitialMetadata();
+    EXPECT_EQ(headers.code(), StatusCode::kNotFound);
     EXPECT_EQ(co_await call->Read(), std::nullopt);
     Status status = co_await call->Finish();
     EXPECT_EQ(status.code(), StatusCode::kNotFound);
@@ -157,6 +159,9 @@ TEST_F(Http2Test, MetadataRoundTripsAsciiAndBinary) {
         "/test.Echo/Metadata", {{"x-echo-initial", "test_initial_metadata_value"},
                                 {"x-echo-trailing-bin", binary},
                                 {"x-other", "  padded value  "}});
+    const Status headers = co_await call->ReadInitialMetadata();
+    EXPECT_TRUE(headers.ok()) << headers.ToString();
+    CO_ASSERT_TRUE(FindMetadata(call->initial_metadata(), "x-echo-initial") != nullptr);
     CO_ASSERT_TRUE((co_await call->Write("req")).ok());
     CO_ASSERT_TRUE((co_await call->WritesDone()).ok());
     EXPECT_EQ(co_await call->Read(), std::optional<std::string>("ok"));

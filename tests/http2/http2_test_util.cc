@@ -107,6 +107,9 @@ std::shared_ptr<ServiceRegistry> MakeTestService(ServiceProbe& probe) {
       call.AddInitialMetadata(key, value);
       call.AddTrailingMetadata(key, value);
     }
+    // Headers go out before any message: the client can wait for them.
+    const Status sent = call.SendInitialMetadata();
+    if (!sent.ok()) co_return sent;
     while (std::optional<std::string> request = co_await call.Read()) {
     }
     co_return co_await call.Write("ok");

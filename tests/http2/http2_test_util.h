@@ -71,8 +71,8 @@ struct ServiceProbe {
 //   Status     returns the status named by x-code / x-message (or the bytes of
 //              x-message-bin) without writing
 //   Large      replies with x-size bytes
-//   Metadata   echoes x-echo-* request metadata as initial and trailing
-//              metadata, then replies "ok"
+//   Metadata   echoes x-echo-* request metadata as initial metadata (sent at
+//              once) and as trailing metadata, then replies "ok"
 //   FailAfter  writes two messages, then fails with ABORTED
 std::shared_ptr<ServiceRegistry> MakeTestService(ServiceProbe& probe);
 
