@@ -83,6 +83,11 @@ AdsResponseOutcome ApplyAdsResponse(const discovery::DiscoveryResponse& response
       continue;
     }
     XdsResourceType::DecodeResult decoded = type.Decode(context, serialized);
+    if (decoded.resource.ok() && *decoded.resource == nullptr) {
+      // A decoder bug, not the server's: still reported, never cached.
+      decoded.resource = InternalError("resource type " + std::string(type.type_name()) +
+                                       " decoded no resource and no error");
+    }
     if (name.empty()) {
       if (!decoded.name.has_value()) {
         // A46: without a name the error can only go into the NACK.

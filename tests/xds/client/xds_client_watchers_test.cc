@@ -170,5 +170,14 @@ TEST_F(XdsClientWatchersTest, AWatcherMayStartWatchesFromItsCallback) {
   ShutdownClient();
 }
 
+TEST_F(XdsClientWatchersTest, ShutdownAndDestroyClosesTheStreamInTheBackground) {
+  StartClient();
+  auto watcher = WatchAndReceiveCluster("c1");
+  loop_->RunSync([&] { XdsClient::ShutdownAndDestroy(std::move(client_)); });
+  EXPECT_TRUE(cp_->WaitForStreamClosed(kWait).has_value());
+  Flush();
+  EXPECT_TRUE(NoMoreEvents(*watcher));
+}
+
 }  // namespace
 }  // namespace uxds::testing
