@@ -144,7 +144,7 @@ Task<void> XdsServerChannel::Run() {
   CancelState* cancel = co_await CurrentCancelState();
   while (cancel == nullptr || !cancel->cancelled()) {
     if (!HasSubscriptions()) {
-      // A47 lets an unused channel go: nothing is kept open for nobody.
+      // A47 lets an implementation shut down a channel nobody uses.
       if (connection_ != nullptr) {
         co_await connection_->Close();
         connection_.reset();
