@@ -19,5 +19,6 @@ struct Command {
 
 int RunDemo(const std::vector<std::string>& args);
 int RunTestServer(const std::vector<std::string>& args);
+int RunWatch(const std::vector<std::string>& args);
 
 }  // namespace uxds::tool

@@ -12,6 +12,7 @@ const Command kCommands[] = {
     {"demo", "run the demo on loopback: uxds servers and clients with gRPC peers", RunDemo},
     {"test-server", "serve grpc.testing.TestService on 127.0.0.1 until SIGINT/SIGTERM",
      RunTestServer},
+    {"watch", "watch xDS resources, one JSON line per watcher callback", RunWatch},
 };
 
 void PrintUsage(std::FILE* out) {

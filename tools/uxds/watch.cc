@@ -1,0 +1,371 @@
+// `uxds watch`: watches xDS resources with an XdsClient and prints every
+// watcher callback as one JSON line, until --for expires or SIGINT/SIGTERM.
+//
+//   uxds watch --bootstrap bootstrap.json --type cluster c1 c2 --for 30 --csds
+//
+// Threads: the XdsClient and its watchers run on a LoopThread (the control
+// thread; every line is printed there). The main thread blocks SIGINT and
+// SIGTERM before any thread starts and takes them with sigtimedwait, which
+// also times --for; then it hops to the loop to dump, cancel and shut down.
+#include <signal.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <future>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "commands.h"
+#include "uxds/bootstrap.h"
+#include "uxds/loop.h"
+#include "uxds/status.h"
+#include "uxds/task.h"
+#include "uxds/xds_client.h"
+#include "uxds/xds_resource_type.h"
+#include "uxds/xds_resources.h"
+
+namespace uxds::tool {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kUsage =
+    "usage: uxds watch [--bootstrap FILE] --type listener|route|cluster|endpoint NAME...\n"
+    "                  [--for SECONDS] [--csds]\n"
+    "\n"
+    "Watches xDS resources and prints every watcher callback as one JSON line:\n"
+    "  "
+    "{\"t_ms\":12,\"type\":\"cluster\",\"name\":\"c1\",\"event\":\"resource\",\"version\":\"1\",\n"
+    "   \"resource\":{...}}\n"
+    "event is \"resource\", \"error\" (the resource cannot be used) or \"ambient_error\"\n"
+    "(the last resource stays in use; code OK: the error cleared), with\n"
+    "\"status\":{\"code\":\"NOT_FOUND\",\"message\":\"...\"} for errors.\n"
+    "\n"
+    "  --bootstrap FILE  xDS bootstrap (gRPC format); default: $GRPC_XDS_BOOTSTRAP,\n"
+    "                    else the JSON in $GRPC_XDS_BOOTSTRAP_CONFIG\n"
+    "  --type TYPE       listener (LDS), route (RDS), cluster (CDS), endpoint (EDS)\n"
+    "  --for SECONDS     stop after this long (default: until SIGINT or SIGTERM)\n"
+    "  --csds            on exit, print the client's cache as CSDS reports it (A40)\n"
+    "\n"
+    "Exit status: 0 when stopped by --for or a signal, 1 on a runtime error\n"
+    "(e.g. an invalid bootstrap), 2 on a usage error.\n";
+
+struct WatchType {
+  const char* name;
+  const XdsResourceType& (*get)();
+};
+
+const WatchType kWatchTypes[] = {
+    {"listener", []() -> const XdsResourceType& { return ListenerResourceType::Get(); }},
+    {"route", []() -> const XdsResourceType& { return RouteConfigResourceType::Get(); }},
+    {"cluster", []() -> const XdsResourceType& { return ClusterResourceType::Get(); }},
+    {"endpoint", []() -> const XdsResourceType& { return EndpointResourceType::Get(); }},
+};
+
+struct WatchArgs {
+  std::string bootstrap_file;  // empty: from the environment
+  const WatchType* type = nullptr;
+  std::vector<std::string> names;
+  std::optional<std::chrono::milliseconds> duration;  // --for
+  bool csds = false;
+  // Test hook, left out of the usage text: the resource timers (xDS "does
+  // not exist" and A88's transient-error timer), so tests need not wait 15 s.
+  std::optional<std::chrono::milliseconds> resource_timeout;
+};
+
+int UsageError(const std::string& problem) {
+  // The synopsis: kUsage up to its first blank line.
+  const std::string_view usage(kUsage);
+  const std::string_view synopsis = usage.substr(0, usage.find("\n\n") + 1);
+  std::fprintf(stderr, "uxds watch: %s\n%.*sRun \"uxds watch --help\" for the details.\n",
+               problem.c_str(), static_cast<int>(synopsis.size()), synopsis.data());
+  return kExitUsage;
+}
+
+// Parses the arguments into *out; nullopt when they are fine, else the exit
+// code (usage error, or 0 after --help).
+std::optional<int> ParseArgs(const std::vector<std::string>& args, WatchArgs* out) {
+  bool names_only = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (names_only || arg.empty() || arg[0] != '-') {
+      out->names.push_back(arg);
+      continue;
+    }
+    if (arg == "--") {
+      names_only = true;
+      continue;
+    }
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      return kExitOk;
+    }
+    if (arg == "--csds") {
+      out->csds = true;
+      continue;
+    }
+    if (arg != "--bootstrap" && arg != "--type" && arg != "--for" &&
+        arg != "--resource-timeout-ms") {
+      return UsageError("unknown option " + arg);
+    }
+    if (i + 1 >= args.size()) return UsageError(arg + " needs a value");
+    const std::string& value = args[++i];
+    if (arg == "--bootstrap") {
+      if (value.empty()) return UsageError("--bootstrap needs a file name");
+      out->bootstrap_file = value;
+    } else if (arg == "--type") {
+      out->type = nullptr;
+      for (const WatchType& type : kWatchTypes) {
+        if (value == type.name) out->type = &type;
+      }
+      if (out->type == nullptr) {
+        return UsageError("--type \"" + value + "\": must be listener, route, cluster or endpoint");
+      }
+    } else if (arg == "--for") {
+      char* end = nullptr;
+      errno = 0;
+      const double seconds = std::strtod(value.c_str(), &end);
+      // At most a year: the milliseconds must fit comfortably.
+      if (value.empty() || *end != '\0' || errno != 0 || !std::isfinite(seconds) || seconds <= 0 ||
+          seconds > 365.0 * 24 * 3600) {
+        return UsageError("--for \"" + value + "\": must be a positive number of seconds");
+      }
+      out->duration = std::chrono::milliseconds(static_cast<int64_t>(std::ceil(seconds * 1000)));
+    } else {  // --resource-timeout-ms
+      char* end = nullptr;
+      errno = 0;
+      const long long ms = std::strtoll(value.c_str(), &end, 10);
+      if (value.empty() || *end != '\0' || errno != 0 || ms <= 0) {
+        return UsageError("--resource-timeout-ms \"" + value + "\": must be a positive integer");
+      }
+      out->resource_timeout = std::chrono::milliseconds(ms);
+    }
+  }
+  if (out->type == nullptr) return UsageError("--type is required");
+  if (out->names.empty()) return UsageError("no resource NAME given");
+  return std::nullopt;
+}
+
+// {"code":"NOT_FOUND","message":"..."}; no message for OK.
+Json StatusJson(const Status& status) {
+  Json json;
+  json["code"] = std::string(StatusCodeName(status.code()));
+  if (!status.message().empty()) json["message"] = status.message();
+  return json;
+}
+
+// A resource's JSON summary as a JSON value (as a string if it is not JSON).
+Json ResourceJson(const std::string& text) {
+  Json parsed = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded()) return Json(text);
+  return parsed;
+}
+
+void PrintLine(const Json& line) {
+  const std::string text = line.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+}
+
+// Prints the callbacks of one watched name (on the client's loop thread).
+class PrintingWatcher final : public XdsResourceWatcherInterface {
+ public:
+  PrintingWatcher(XdsClient& client, const WatchType& type, std::string name,
+                  Clock::time_point start)
+      : client_(client), type_(type), name_(std::move(name)), start_(start) {}
+
+  void OnGenericResourceChanged(StatusOr<XdsResourceData> resource) override {
+    const std::optional<XdsResourceSnapshot> entry = CacheEntry();
+    if (!resource.ok()) {
+      Json line = Header("error");
+      if (entry.has_value() && !entry->failed_version.empty())
+        line["version"] = entry->failed_version;
+      line["status"] = StatusJson(resource.status());
+      PrintLine(line);
+      return;
+    }
+    Json line = Header("resource");
+    // The version the cache holds as the callback runs: the one this resource
+    // came with, unless a newer one is already queued behind it.
+    if (entry.has_value()) line["version"] = entry->version;
+    line["resource"] = ResourceJson(type_.get().ResourceToJson(*resource));
+    PrintLine(line);
+  }
+
+  void OnAmbientError(Status status) override {
+    Json line = Header("ambient_error");
+    const std::optional<XdsResourceSnapshot> entry = CacheEntry();
+    if (!status.ok() && entry.has_value() && !entry->failed_version.empty()) {
+      line["version"] = entry->failed_version;
+    }
+    line["status"] = StatusJson(status);
+    PrintLine(line);
+  }
+
+ private:
+  Json Header(const char* event) const {
+    Json line;
+    line["t_ms"] =
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start_).count();
+    line["type"] = type_.name;
+    line["name"] = name_;
+    line["event"] = event;
+    return line;
+  }
+
+  std::optional<XdsResourceSnapshot> CacheEntry() const {
+    const std::string_view type_url = type_.get().type_url();
+    for (XdsResourceSnapshot& entry : client_.Snapshot()) {
+      if (entry.type_url == type_url && entry.name == name_) return std::move(entry);
+    }
+    return std::nullopt;
+  }
+
+  XdsClient& client_;
+  const WatchType& type_;
+  const std::string name_;
+  const Clock::time_point start_;
+};
+
+// A40, as `uxds watch --csds` prints it: every cache entry with its
+// ClientResourceStatus name, version and last error.
+Json CsdsJson(const XdsClient& client, Clock::time_point start) {
+  Json resources = Json::array();
+  for (const XdsResourceSnapshot& entry : client.Snapshot()) {
+    Json resource;
+    resource["type_url"] = entry.type_url;
+    resource["name"] = entry.name;
+    resource["client_status"] = std::string(XdsCacheStateName(entry.state));
+    if (entry.has_resource) resource["version"] = entry.version;
+    if (!entry.error.ok()) {
+      Json error = StatusJson(entry.error);
+      if (!entry.failed_version.empty()) error["version"] = entry.failed_version;
+      resource["error"] = std::move(error);
+    }
+    resources.push_back(std::move(resource));
+  }
+  Json line;
+  line["t_ms"] =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+  line["event"] = "csds";
+  line["node_id"] = client.bootstrap().node.id;
+  line["resources"] = std::move(resources);
+  return line;
+}
+
+// Waits for SIGINT / SIGTERM (blocked in every thread), or until `duration`.
+void WaitForStop(const sigset_t& signals, std::optional<std::chrono::milliseconds> duration) {
+  const Clock::time_point deadline =
+      duration.has_value() ? Clock::now() + *duration : Clock::time_point::max();
+  while (true) {
+    int result;
+    if (!duration.has_value()) {
+      int sig = 0;
+      result = sigwait(&signals, &sig) == 0 ? sig : -1;
+    } else {
+      const auto left = deadline - Clock::now();
+      if (left <= Clock::duration::zero()) return;
+      const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(left);
+      const timespec timeout{
+          static_cast<time_t>(seconds.count()),
+          static_cast<long>(
+              std::chrono::duration_cast<std::chrono::nanoseconds>(left - seconds).count())};
+      result = sigtimedwait(&signals, nullptr, &timeout);
+      if (result < 0 && errno == EAGAIN) return;  // --for is over
+    }
+    if (result > 0) return;
+    // EINTR (another signal's handler ran): wait on.
+  }
+}
+
+Task<void> ShutdownClient(XdsClient& client, std::promise<void>& done) {
+  co_await client.Shutdown();
+  done.set_value();
+}
+
+}  // namespace
+
+int RunWatch(const std::vector<std::string>& args) {
+  WatchArgs watch;
+  if (std::optional<int> exit_code = ParseArgs(args, &watch)) return *exit_code;
+
+  StatusOr<Bootstrap> bootstrap = watch.bootstrap_file.empty()
+                                      ? Bootstrap::FromEnvironment()
+                                      : Bootstrap::FromFile(watch.bootstrap_file);
+  if (!bootstrap.ok()) {
+    std::fprintf(stderr, "uxds watch: %s\n", bootstrap.status().ToString().c_str());
+    return kExitRuntimeError;
+  }
+  XdsClientOptions options;
+  options.user_agent_name = "uxds watch";
+  if (watch.resource_timeout.has_value()) {
+    options.resource_does_not_exist_timeout = *watch.resource_timeout;
+    options.resource_transient_error_timeout = *watch.resource_timeout;
+  }
+
+  // Blocked before any thread starts, so that every thread inherits the mask
+  // and only WaitForStop takes them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  const Clock::time_point start = Clock::now();
+  StatusOr<std::unique_ptr<LoopThread>> loop_thread = LoopThread::Start();
+  if (!loop_thread.ok()) {
+    std::fprintf(stderr, "uxds watch: %s\n", loop_thread.status().ToString().c_str());
+    return kExitRuntimeError;
+  }
+  LoopThread& control = **loop_thread;
+  std::unique_ptr<XdsClient> client;
+  Status created;
+  std::vector<std::shared_ptr<PrintingWatcher>> watchers;
+  control.RunSync([&] {
+    StatusOr<std::unique_ptr<XdsClient>> made =
+        XdsClient::Create(control.loop(), *std::move(bootstrap), options);
+    if (!made.ok()) {
+      created = made.status();
+      return;
+    }
+    client = *std::move(made);
+    for (const std::string& name : watch.names) {
+      auto watcher = std::make_shared<PrintingWatcher>(*client, *watch.type, name, start);
+      client->WatchResource(watch.type->get(), name, watcher);
+      watchers.push_back(std::move(watcher));
+    }
+  });
+  if (!created.ok()) {
+    std::fprintf(stderr, "uxds watch: %s\n", created.ToString().c_str());
+    return kExitRuntimeError;
+  }
+
+  WaitForStop(signals, watch.duration);
+
+  // The dump first: cancelling the last watch of a name drops its entry.
+  control.RunSync([&] {
+    if (watch.csds) PrintLine(CsdsJson(*client, start));
+    for (size_t i = 0; i < watch.names.size(); ++i) {
+      client->CancelWatch(watch.type->get(), watch.names[i], watchers[i].get());
+    }
+  });
+  std::promise<void> shut_down;
+  control.RunSync([&] { control.loop().Spawn(ShutdownClient(*client, shut_down)); });
+  shut_down.get_future().wait();
+  control.RunSync([&] {
+    client.reset();
+    watchers.clear();
+  });
+  return kExitOk;
+}
+
+}  // namespace uxds::tool
