@@ -150,7 +150,10 @@ class CsdsServiceTest : public ::testing::Test {
         return;
       }
       server_ = *std::move(server);
-      server_loop_->loop().Spawn(server_->Serve());
+      server_loop_->loop().Spawn([](http2::Server& s, std::promise<void>& served) -> Task<void> {
+        co_await s.Serve();
+        served.set_value();
+      }(*server_, served_));
     });
     ASSERT_TRUE(listened.ok()) << listened.ToString();
   }
@@ -166,6 +169,9 @@ class CsdsServiceTest : public ::testing::Test {
         }(*server_, drained));
       });
       drained.get_future().wait();
+      // Shutdown() can complete before Serve() has left its accept loop, so
+      // the server is only destroyed once Serve() has returned.
+      served_.get_future().wait();
       server_loop_->RunSync([&] { server_.reset(); });
     }
     server_loop_.reset();
@@ -231,6 +237,7 @@ class CsdsServiceTest : public ::testing::Test {
   std::unique_ptr<FakeControlPlane> cp_;
   std::unique_ptr<LoopThread> server_loop_;
   std::unique_ptr<http2::Server> server_;
+  std::promise<void> served_;  // Serve() returned
   std::shared_ptr<CsdsClientRegistry> registry_;
   std::vector<std::unique_ptr<TestClient>> clients_;
 };
