@@ -270,7 +270,9 @@ void ClientCall::OnStreamClose(uint32_t error_code) {
 }
 
 void ClientCall::OnSessionClosed(const Status& reason) {
-  // The session forgets us itself; only drop our pointers.
+  // The session forgets us itself; nghttp2 must not reach us after this
+  // (the call may be destroyed while the session flushes its GOAWAY).
+  DetachFromNghttp2();
   client_session_ = nullptr;
   session_ = nullptr;
   stream_closed_ = true;

@@ -107,7 +107,7 @@ std::unique_ptr<ClientCall> ClientSession::StartCall(
                                            ": " + nghttp2_strerror(stream_id)));
     return call;
   }
-  call->stream_id_ = stream_id;
+  call->AttachToNghttp2(stream_id);
   calls_[stream_id] = call.get();
   call->StartDeadlineTimer();
   WakeWriter();

@@ -39,8 +39,8 @@ struct Http2SessionCallbacks {
                                 NGHTTP2_REFUSED_STREAM);
       return 0;
     }
-    stream->stream_id_ = frame->hd.stream_id;
     nghttp2_session_set_stream_user_data(session, frame->hd.stream_id, stream);
+    stream->AttachToNghttp2(frame->hd.stream_id);
     return 0;
   }
 
@@ -108,6 +108,7 @@ struct Http2SessionCallbacks {
                            void* user_data) {
     if (Http2Stream* stream = StreamOf(session, stream_id)) {
       nghttp2_session_set_stream_user_data(session, stream_id, nullptr);
+      stream->attached_ = false;
       stream->stream_closed_ = true;
       stream->write_cond_.NotifyAll();
       stream->OnStreamClose(error_code);  // may destroy the stream

@@ -63,8 +63,17 @@ void Http2Stream::ResetStream(uint32_t error_code) {
   session_->WakeWriter();
 }
 
+void Http2Stream::AttachToNghttp2(int32_t stream_id) {
+  stream_id_ = stream_id;
+  attached_ = true;
+}
+
 void Http2Stream::DetachFromNghttp2() {
-  if (session_ == nullptr || stream_closed_ || stream_id_ <= 0) return;
+  if (!attached_ || session_ == nullptr) return;
+  attached_ = false;
+  // Fails for a request whose HEADERS are still queued (no stream yet); the
+  // RST_STREAM we submitted before cancels that request, so nghttp2 never
+  // opens a stream with the stale pointer.
   nghttp2_session_set_stream_user_data(session_->nghttp2(), stream_id_, nullptr);
 }
 

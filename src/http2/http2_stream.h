@@ -76,7 +76,10 @@ class Http2Stream {
 
   // RST_STREAM with `error_code` if nghttp2 still has the stream open.
   void ResetStream(uint32_t error_code);
-  // Clears the nghttp2 stream's pointer to us (before we go away).
+  // nghttp2 now holds a pointer to us as the stream's user data.
+  void AttachToNghttp2(int32_t stream_id);
+  // Clears the nghttp2 stream's pointer to us (before we go away, or when
+  // the session closes and may still flush frames of this stream).
   void DetachFromNghttp2();
   // Called by the session's DATA source callback.
   ssize_t ReadSendData(uint8_t* buf, size_t length, uint32_t* data_flags);
@@ -85,6 +88,7 @@ class Http2Stream {
   Http2Session* session_;  // null once the connection is gone
   int32_t stream_id_ = -1;
   bool stream_closed_ = false;  // nghttp2 closed the stream, or it never opened
+  bool attached_ = false;       // nghttp2's stream user data points to us
   bool send_ended_ = false;     // EndSending() called
   GrpcDeframer deframer_;
   // Woken when a message or the end of the call arrives.

@@ -260,7 +260,9 @@ void ServerCall::OnStreamClose(uint32_t /*error_code*/) {
 
 void ServerCall::OnSessionClosed(const Status& /*reason*/) {
   // PROTOCOL-HTTP2: on connection failure a server's open calls are
-  // CANCELLED. The session outlives us, so session_ stays valid.
+  // CANCELLED. The session outlives us, so session_ stays valid; nghttp2
+  // must not reach us once the session frees us.
+  DetachFromNghttp2();
   stream_closed_ = true;
   MarkCancelled();
 }

@@ -305,5 +305,31 @@ TEST_F(Http2Test, DestroyingAnOpenConnectionClosesItInTheBackground) {
   });
 }
 
+TEST_F(Http2Test, CallsDestroyedBeforeTheirHeadersGoOutAreHarmless) {
+  RunWithServer([&]() -> Task<void> {
+    auto conn = co_await Connect();
+    CO_ASSERT_OK(conn);
+    // Started and dropped within one loop turn: the HEADERS are still queued
+    // in nghttp2 when the call (nghttp2's stream user data) goes away.
+    for (int i = 0; i < 20; ++i) {
+      std::unique_ptr<ClientCall> dropped = (*conn)->StartCall("/test.Echo/Hold");
+      const Status written = co_await dropped->Write("x");
+      EXPECT_TRUE(written.ok());
+    }
+    // And calls whose connection closes under them, destroyed afterwards.
+    std::vector<std::unique_ptr<ClientCall>> orphans;
+    for (int i = 0; i < 5; ++i) orphans.push_back((*conn)->StartCall("/test.Echo/Bidi"));
+    CO_ASSERT_OK(co_await UnaryCall(**conn, "/test.Echo/Unary", "still fine"));
+    EXPECT_TRUE(co_await WaitUntil(
+        *loop_, [&] { return probe_->handlers_cancelled == probe_->handlers_started - 6; }));
+    co_await (*conn)->Close();
+    for (auto& call : orphans) {
+      const Status status = co_await call->Finish();
+      EXPECT_EQ(status.code(), StatusCode::kUnavailable);
+      call.reset();
+    }
+  });
+}
+
 }  // namespace
 }  // namespace uxds::http2::testing
