@@ -57,24 +57,8 @@ Task<Status> StartSession(Loop& loop, std::unique_ptr<ByteStream> transport,
   }
   // gRPC waits for the server's SETTINGS before calling a connection ready:
   // it proves the peer speaks HTTP/2.
-  bool timed_out = false;
-  Timer timer(loop);
-  timer.Start(deadline - Loop::Clock::now(), [&] {
-    timed_out = true;
-    session.state_changed().NotifyAll();
-  });
-  Status waited;
-  while (!session.settings_received() && !session.closing() && !timed_out && waited.ok()) {
-    waited = co_await session.state_changed().Wait();
-  }
-  timer.Cancel();
-  if (session.settings_received() && !session.closing() && waited.ok()) co_return OkStatus();
-  Status failure = DeadlineExceededError("no HTTP/2 SETTINGS from " + session.peer() + " in time");
-  if (!waited.ok()) {
-    failure = CancelledError("connect cancelled");
-  } else if (session.closing()) {
-    failure = session.close_reason();
-  }
+  Status failure = co_await session.WaitForPeerSettings(deadline - Loop::Clock::now());
+  if (failure.ok()) co_return OkStatus();
   co_await CloseAndJoin(session, failure);
   co_return failure;
 }

@@ -359,6 +359,27 @@ Task<void> Http2Session::KeepaliveLoop() {
   }
 }
 
+Task<Status> Http2Session::WaitForPeerSettings(std::chrono::nanoseconds timeout) {
+  bool timed_out = false;
+  Timer timer(loop_);
+  timer.Start(timeout, [this, &timed_out] {
+    timed_out = true;
+    state_changed_.NotifyAll();
+  });
+  Status waited;
+  while (!settings_received_ && !closing_ && !timed_out && waited.ok()) {
+    waited = co_await state_changed_.Wait();
+  }
+  timer.Cancel();
+  if (!waited.ok()) co_return waited;
+  if (closing_) co_return close_reason_;
+  if (!settings_received_) {
+    co_return DeadlineExceededError("no HTTP/2 SETTINGS from " + peer_ + " within " +
+                                    std::to_string(timeout.count() / 1000000) + " ms");
+  }
+  co_return OkStatus();
+}
+
 Task<Status> Http2Session::Ping(std::chrono::nanoseconds timeout) {
   if (closing_) co_return UnavailableError("connection is closed: " + close_reason_.message());
   const uint64_t id = ++next_ping_id_;

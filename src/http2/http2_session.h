@@ -94,6 +94,11 @@ class Http2Session {
   // Notified when SETTINGS or GOAWAY arrive and when the session closes.
   AsyncCondition& state_changed() { return state_changed_; }
 
+  // Waits for the peer's first SETTINGS frame, which proves it speaks HTTP/2:
+  // OK; DEADLINE_EXCEEDED after `timeout`; the close reason if the
+  // connection closes first; CANCELLED.
+  Task<Status> WaitForPeerSettings(std::chrono::nanoseconds timeout);
+
   // Sends a PING and waits for its ACK: OK, DEADLINE_EXCEEDED after
   // `timeout`, UNAVAILABLE if the connection closes, CANCELLED.
   Task<Status> Ping(std::chrono::nanoseconds timeout);

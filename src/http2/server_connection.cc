@@ -23,6 +23,7 @@ Task<void> ServerConnection::Serve() {
     if (Status started = session_->Start(); !started.ok()) {
       session_->CloseNow(started);
     } else {
+      session_->WatchForPreface();
       if (pending_drain_) session_->Drain(*pending_drain_);
       const Status awaited = co_await session_->closed_event().Wait();
       if (!awaited.ok()) {

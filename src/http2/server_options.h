@@ -17,6 +17,8 @@ struct ServerOptions {
   // Server: TLS on every accepted connection when set. (ServerConnection
   // takes an already secured transport and ignores this.)
   std::shared_ptr<TlsServerContext> tls;
+  // Bounds the TLS handshake (Server) and the wait for the client's HTTP/2
+  // preface and SETTINGS (every connection).
   std::chrono::milliseconds handshake_timeout{10000};
   // A larger request message fails its call with RESOURCE_EXHAUSTED.
   size_t max_receive_message_size = kDefaultMaxReceiveMessageSize;

@@ -135,6 +135,15 @@ void ServerSession::FailAllStreams(const Status& reason) {
   calls_changed_.NotifyAll();
 }
 
+void ServerSession::WatchForPreface() { SpawnTask(PrefaceWatchdog()); }
+
+Task<void> ServerSession::PrefaceWatchdog() {
+  const Status settings = co_await WaitForPeerSettings(server_options_.handshake_timeout);
+  if (settings.code() == StatusCode::kDeadlineExceeded) {
+    CloseNow(UnavailableError(settings.message()));
+  }
+}
+
 void ServerSession::Drain(std::chrono::milliseconds grace) {
   if (draining_ || closing()) return;
   draining_ = true;

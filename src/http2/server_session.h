@@ -24,6 +24,9 @@ class ServerSession final : public Http2Session {
 
   // Graceful drain (see ServerConnection::Drain).
   void Drain(std::chrono::milliseconds grace);
+  // Closes the connection unless the client's preface and SETTINGS arrive
+  // within the handshake timeout (a client that connects and stays silent).
+  void WatchForPreface();
   bool draining() const { return draining_; }
   // Calls whose handler runs or whose stream is still open.
   size_t active_calls() const { return calls_.size(); }
@@ -41,6 +44,7 @@ class ServerSession final : public Http2Session {
  private:
   Task<void> RunHandler(ServerCall* call, const Handler* handler);
   Task<void> DrainTask(std::chrono::milliseconds grace);
+  Task<void> PrefaceWatchdog();
 
   const std::shared_ptr<const ServiceRegistry> registry_;
   const ServerOptions server_options_;

@@ -318,6 +318,25 @@ TEST_F(Http2Test, GarbageFromAClientClosesOnlyItsConnection) {
   });
 }
 
+TEST_F(Http2Test, SilentClientIsDisconnectedAfterTheHandshakeTimeout) {
+  ServerOptions options;
+  options.handshake_timeout = milliseconds(100);
+  RunWithServer(
+      [&]() -> Task<void> {
+        auto silent = co_await TcpSocket::Connect(*loop_, server_address(), milliseconds(5000));
+        CO_ASSERT_OK(silent);
+        // We send nothing; the server gives up on us and closes.
+        (void)co_await ReadUntilClosed(*loop_, **silent, milliseconds(10000));
+        EXPECT_TRUE(co_await WaitUntil(*loop_, [&] { return server_->connection_count() == 0; }));
+        // A client that speaks up in time is served as usual.
+        auto conn = co_await Connect();
+        CO_ASSERT_OK(conn);
+        CO_ASSERT_OK(co_await UnaryCall(**conn, "/test.Echo/Unary", "hello"));
+        co_await (*conn)->Close();
+      },
+      options);
+}
+
 TEST_F(Http2Test, ConnectingToANonHttp2ServerIsUnavailable) {
   auto listener = TcpListener::Bind(*loop_, SocketAddress::Loopback4(0));
   ASSERT_TRUE(listener.ok());
