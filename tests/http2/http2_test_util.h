@@ -18,10 +18,10 @@
 
 // gtest's ASSERT_* `return;`, which a coroutine cannot: these co_return.
 //
-// g++ 12 miscompiles a coroutine that co_awaits inside an if/while condition
-// when the awaited value is a class temporary (`if (!(co_await f()).ok())`):
-// the coroutine never runs. Results are therefore always bound to a variable
-// first, here and in the library.
+// g++ 12.2 miscompiles a coroutine whose first co_await sits in an if/while
+// condition and yields a class temporary (`if (!(co_await f()).ok())`): its
+// body never runs. Results are therefore always bound to a variable first,
+// here and in the library.
 #define CO_ASSERT_TRUE(cond)                       \
   do {                                             \
     const bool co_assert_holds_ = (cond);          \
