@@ -26,11 +26,13 @@ Server::Server(Loop& loop, std::unique_ptr<TcpListener> listener,
       listener_(std::move(listener)),
       registry_(std::move(registry)),
       options_(std::move(options)),
-      connections_(loop) {}
+      connections_(loop),
+      serve_finished_(loop) {}
 
 Server::~Server() = default;
 
 Task<void> Server::Serve() {
+  serving_ = true;
   while (!drain_grace_) {
     StatusOr<std::unique_ptr<TcpSocket>> socket = co_await listener_->Accept();
     if (drain_grace_) break;
@@ -48,6 +50,8 @@ Task<void> Server::Serve() {
     connections_.Cancel();
   }
   co_await connections_.Join();
+  serving_ = false;
+  serve_finished_.Set();
 }
 
 Task<void> Server::ServeConnection(std::unique_ptr<TcpSocket> socket) {
@@ -83,6 +87,11 @@ Task<void> Server::Shutdown(std::chrono::milliseconds grace) {
   Timer backstop(loop_);
   backstop.Start(grace + 2 * detail::kCloseLinger, [this] { connections_.Cancel(); });
   co_await connections_.Join();
+  if (serving_) {
+    // Serve() wakes from its closed listener on a later turn; wait for it.
+    const Status served = co_await serve_finished_.Wait();
+    (void)served;  // CANCELLED only if our own task is: nothing more to wait for
+  }
 }
 
 }  // namespace uxds::http2

@@ -43,7 +43,7 @@ class Server {
   // connection at once.
   Task<void> Serve();
   // Stops accepting, drains every connection (ServerConnection::Drain with
-  // `grace`) and waits until all have closed.
+  // `grace`) and waits until all have closed and Serve() has returned.
   Task<void> Shutdown(std::chrono::milliseconds grace);
 
   size_t connection_count() const { return live_.size(); }
@@ -60,6 +60,10 @@ class Server {
   TaskGroup connections_;
   std::unordered_set<ServerConnection*> live_;
   std::optional<std::chrono::milliseconds> drain_grace_;  // set by Shutdown()
+  // Serve() is still running: Shutdown() waits for it to leave the listener,
+  // so that the server may be destroyed as soon as Shutdown() returns.
+  bool serving_ = false;
+  Event serve_finished_;
 };
 
 }  // namespace uxds::http2

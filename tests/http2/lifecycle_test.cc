@@ -173,6 +173,26 @@ TEST_F(Http2Test, ServerDrainLetsInFlightCallsFinish) {
   });
 }
 
+TEST(ServerShutdownTest, TheServerMayBeDestroyedAsSoonAsShutdownReturns) {
+  auto loop = Loop::Create();
+  ASSERT_TRUE(loop.ok());
+  auto server =
+      Server::Listen(**loop, SocketAddress::Loopback4(0), std::make_shared<ServiceRegistry>());
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  (*loop)->BlockOn([](Loop& l, std::unique_ptr<Server> s) -> Task<void> {
+    TaskGroup serving(l);
+    serving.Spawn(s->Serve());
+    // Serve() is now waiting in Accept(); Shutdown() closes the listener,
+    // and must not return before Serve() has woken and left it (under ASan
+    // a use after free otherwise).
+    const Status slept = co_await SleepFor(l, milliseconds(1));
+    EXPECT_TRUE(slept.ok());
+    co_await s->Shutdown(milliseconds(100));
+    s.reset();
+    co_await serving.Join();
+  }(**loop, std::move(*server)));
+}
+
 TEST_F(Http2Test, ServerDrainGraceExpiryEndsRemainingCalls) {
   RunWithServer([&]() -> Task<void> {
     auto conn = co_await Connect();
