@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
+#include <filesystem>
+
 #include "runtime/tcp_socket.h"
 #include "uxds/runtime.h"
 
@@ -172,6 +174,60 @@ TEST(SocketAddressTest, ParsesAndPrintsBothFamilies) {
             "address \"1.2.3.4\": missing port");
   EXPECT_EQ(SocketAddress::Parse("1.2.3.4:99999").status().message(),
             "address \"1.2.3.4:99999\": bad port");
+}
+
+}  // namespace
+}  // namespace uxds
+
+namespace uxds {
+namespace {
+
+size_t OpenDescriptors() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    ++n;
+  }
+  return n;
+}
+
+TEST(TcpTest, ShutdownWithWorkInFlightLeaksNoDescriptor) {
+  const size_t before = OpenDescriptors();
+  {
+    auto loop = MakeLoop();
+    auto listener = TcpListener::Bind(*loop, SocketAddress::Loopback4(0));
+    ASSERT_TRUE(listener.ok());
+    SocketAddress address = (*listener)->local_address();
+    // Connections, a pending accept, pending reads and a timer, all still in
+    // flight when the loop goes away: its destructor cancels and joins them.
+    // The accept task owns the listener: it outlives every Accept() call.
+    loop->Spawn([](std::unique_ptr<TcpListener> l, Loop& lp) -> Task<void> {
+      TaskGroup readers(lp);
+      while (true) {
+        auto socket = co_await l->Accept();
+        if (!socket.ok()) break;
+        readers.Spawn([](std::unique_ptr<TcpSocket> s) -> Task<void> {
+          std::vector<uint8_t> buf(64);
+          auto n = co_await s->Read(buf);
+          (void)n;
+        }(std::move(*socket)));
+      }
+      co_await readers.Join();
+    }(std::move(*listener), *loop));
+    for (int i = 0; i < 3; ++i) {
+      loop->Spawn([](Loop& lp, SocketAddress a) -> Task<void> {
+        auto socket = co_await TcpSocket::Connect(lp, a, 5s);
+        if (!socket.ok()) co_return;
+        std::vector<uint8_t> buf(64);
+        auto n = co_await (*socket)->Read(buf);
+        (void)n;
+      }(*loop, address));
+    }
+    Timer timer(*loop);
+    timer.Start(1h, [] {});
+    (void)loop->BlockOn(SleepFor(*loop, 20ms));
+    timer.Cancel();
+  }
+  EXPECT_EQ(OpenDescriptors(), before);
 }
 
 }  // namespace
