@@ -15,6 +15,7 @@
 #include "envoy/config/endpoint/v3/endpoint.pb.h"
 #include "support/fake_control_plane.h"
 #include "support/test_support.h"
+#include "support/xds_test_resources.h"
 
 #ifndef UXDS_TOOL_PATH
 #error "UXDS_TOOL_PATH: the uxds binary (tests/tools/meson.build)"
@@ -26,39 +27,6 @@ namespace {
 using json = nlohmann::json;
 
 constexpr std::chrono::milliseconds kWait = std::chrono::seconds(30);
-constexpr char kCdsType[] = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
-constexpr char kEdsType[] = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment";
-
-ResponseResource ValidCluster(const std::string& name, const std::string& service_name) {
-  envoy::config::cluster::v3::Cluster cluster;
-  cluster.set_name(name);
-  cluster.set_type(envoy::config::cluster::v3::Cluster::EDS);
-  cluster.mutable_eds_cluster_config()->mutable_eds_config()->mutable_ads();
-  cluster.mutable_eds_cluster_config()->set_service_name(service_name);
-  return ResponseResource(kCdsType, cluster.SerializeAsString());
-}
-
-// EDS without eds_cluster_config: NACKed.
-ResponseResource InvalidCluster(const std::string& name) {
-  envoy::config::cluster::v3::Cluster cluster;
-  cluster.set_name(name);
-  cluster.set_type(envoy::config::cluster::v3::Cluster::EDS);
-  return ResponseResource(kCdsType, cluster.SerializeAsString());
-}
-
-ResponseResource Endpoints(const std::string& cluster_name, const std::string& ip, int port) {
-  envoy::config::endpoint::v3::ClusterLoadAssignment assignment;
-  assignment.set_cluster_name(cluster_name);
-  auto* locality = assignment.add_endpoints();
-  locality->mutable_locality()->set_zone("z1");
-  locality->mutable_load_balancing_weight()->set_value(1);
-  auto* address =
-      locality->add_lb_endpoints()->mutable_endpoint()->mutable_address()->mutable_socket_address();
-  address->set_address(ip);
-  address->set_port_value(port);
-  return ResponseResource(kEdsType, assignment.SerializeAsString());
-}
-
 class WatchTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -21,6 +21,7 @@
 #include "http2/server.h"
 #include "support/fake_control_plane.h"
 #include "support/test_support.h"
+#include "support/xds_test_resources.h"
 #include "uxds/loop.h"
 #include "uxds/xds_client.h"
 #include "uxds/xds_resources.h"
@@ -35,26 +36,6 @@ using csds::CsdsClientRegistry;
 
 constexpr std::chrono::milliseconds kWait = std::chrono::seconds(30);
 constexpr char kNodeId[] = "csds-test-node";
-constexpr char kCdsType[] = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
-constexpr char kEdsType[] = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment";
-
-// A valid EDS cluster (its endpoints from ADS).
-ResponseResource ValidCluster(const std::string& name, const std::string& service_name) {
-  envoy::config::cluster::v3::Cluster cluster;
-  cluster.set_name(name);
-  cluster.set_type(envoy::config::cluster::v3::Cluster::EDS);
-  cluster.mutable_eds_cluster_config()->mutable_eds_config()->mutable_ads();
-  cluster.mutable_eds_cluster_config()->set_service_name(service_name);
-  return ResponseResource(kCdsType, cluster.SerializeAsString());
-}
-
-// An EDS cluster without eds_cluster_config: NACKed.
-ResponseResource InvalidCluster(const std::string& name) {
-  envoy::config::cluster::v3::Cluster cluster;
-  cluster.set_name(name);
-  cluster.set_type(envoy::config::cluster::v3::Cluster::EDS);
-  return ResponseResource(kCdsType, cluster.SerializeAsString());
-}
 
 // Records what one watch was told (on the client's loop thread).
 class Watcher : public XdsResourceWatcherInterface {
