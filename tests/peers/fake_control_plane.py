@@ -72,6 +72,7 @@ import grpc  # noqa: E402
 from google.protobuf import json_format  # noqa: E402
 
 import protoload  # noqa: E402
+from peer_util import length_delimited, server_credentials  # noqa: E402
 from fake_cp_forwarder import TcpForwarder  # noqa: E402
 
 PROTO_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "proto")
@@ -124,24 +125,9 @@ class Output:
 # --- protobuf wire encoding, for bytes the message API would not accept ---
 
 
-def _varint(n):
-    out = bytearray()
-    while True:
-        low = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(low | 0x80)
-        else:
-            out.append(low)
-            return bytes(out)
-
-
-def _length_delimited(field_number, data):
-    return _varint(field_number << 3 | 2) + _varint(len(data)) + data
-
 
 def _any(type_url, value):
-    return _length_delimited(1, type_url.encode()) + _length_delimited(2, value)
+    return length_delimited(1, type_url.encode()) + length_delimited(2, value)
 
 
 def _b64(obj, key):
@@ -166,10 +152,10 @@ def encode_resource(spec, wrap):
     # envoy.service.discovery.v3.Resource: version = 1, resource = 2, name = 3.
     wrapper = b""
     if spec.get("wrapper_version"):
-        wrapper += _length_delimited(1, spec["wrapper_version"].encode())
-    wrapper += _length_delimited(2, any_bytes)
+        wrapper += length_delimited(1, spec["wrapper_version"].encode())
+    wrapper += length_delimited(2, any_bytes)
     if spec.get("wrapper_name"):
-        wrapper += _length_delimited(3, spec["wrapper_name"].encode())
+        wrapper += length_delimited(3, spec["wrapper_name"].encode())
     return _any(RESOURCE_WRAPPER_TYPE_URL, wrapper)
 
 
@@ -185,7 +171,7 @@ def encode_response(type_url, version_info, nonce, resources, resource_errors, c
         entry.error_detail.message = error.get("message", "")
     # Field 2 entries appended after the others: field order does not matter
     # on the wire, and this keeps garbage bytes intact.
-    return response.SerializeToString() + b"".join(_length_delimited(2, r) for r in resources)
+    return response.SerializeToString() + b"".join(length_delimited(2, r) for r in resources)
 
 
 def node_to_json(node):
@@ -479,17 +465,7 @@ class Server:
             [grpc.method_handlers_generic_handler(service, {method: handler})]
         )
         if args.tls_cert:
-            with open(args.tls_cert, "rb") as f:
-                cert = f.read()
-            with open(args.tls_key, "rb") as f:
-                key = f.read()
-            client_ca = None
-            if args.client_ca:
-                with open(args.client_ca, "rb") as f:
-                    client_ca = f.read()
-            credentials = grpc.ssl_server_credentials(
-                [(key, cert)], root_certificates=client_ca, require_client_auth=client_ca is not None
-            )
+            credentials = server_credentials(args.tls_cert, args.tls_key, args.client_ca)
             backend_port = self.grpc_server.add_secure_port("127.0.0.1:0", credentials)
         else:
             backend_port = self.grpc_server.add_insecure_port("127.0.0.1:0")

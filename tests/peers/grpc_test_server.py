@@ -53,6 +53,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import grpc  # noqa: E402
 
 import protoload  # noqa: E402
+from peer_util import server_credentials  # noqa: E402
 
 messages_pb2, empty_pb2, test_pb2_grpc = protoload.load_grpc_testing()
 
@@ -270,17 +271,7 @@ def main():
     test_pb2_grpc.add_TestServiceServicer_to_server(service, server)
     address = f"{args.host}:{args.port}" if ":" not in args.host else f"[{args.host}]:{args.port}"
     if args.tls_cert:
-        with open(args.tls_key, "rb") as f:
-            key = f.read()
-        with open(args.tls_cert, "rb") as f:
-            cert = f.read()
-        client_ca = None
-        if args.client_ca:
-            with open(args.client_ca, "rb") as f:
-                client_ca = f.read()
-        credentials = grpc.ssl_server_credentials(
-            [(key, cert)], root_certificates=client_ca, require_client_auth=client_ca is not None
-        )
+        credentials = server_credentials(args.tls_cert, args.tls_key, args.client_ca)
         port = server.add_secure_port(address, credentials)
     else:
         port = server.add_insecure_port(address)

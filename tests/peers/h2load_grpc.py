@@ -33,20 +33,10 @@ import subprocess
 import sys
 import tempfile
 
+from peer_util import varint
+
 SERVICE_PATH = "/grpc.testing.TestService/"
 GRPC_HEADERS = ["content-type: application/grpc", "te: trailers"]
-
-
-def _varint(value):
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
 
 
 def simple_request(request_size, response_size):
@@ -57,10 +47,10 @@ def simple_request(request_size, response_size):
     """
     message = b""
     if response_size:
-        message += b"\x10" + _varint(response_size)
+        message += b"\x10" + varint(response_size)
     if request_size:
-        payload = b"\x12" + _varint(request_size) + bytes(request_size)
-        message += b"\x1a" + _varint(len(payload)) + payload
+        payload = b"\x12" + varint(request_size) + bytes(request_size)
+        message += b"\x1a" + varint(len(payload)) + payload
     return message
 
 
