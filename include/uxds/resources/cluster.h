@@ -50,6 +50,9 @@ struct ClusterResource {
     EndpointPicking endpoint_picking = EndpointPicking::kRoundRobin;
     uint64_t min_ring_size = kDefaultMinRingSize;  // kRingHash only
     uint64_t max_ring_size = kDefaultMaxRingSize;  // kRingHash only
+    // A76: hash this request header instead of the route's hash policies
+    // (kRingHash only; from a ring_hash_experimental custom policy config).
+    std::string request_hash_header;
 
     friend bool operator==(const LbPolicy&, const LbPolicy&) = default;
   };

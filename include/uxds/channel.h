@@ -1,0 +1,136 @@
+// Picking an endpoint: the data path of uxds (gRFC A42, A27, A56).
+//
+// The LB policies run on the control thread and publish immutable pickers
+// into a PickerSlot. Application threads pick from the slot inside a
+// PickScope: no lock, no allocation, no system call, and no atomic
+// read-modify-write on a line other threads write, for a pick that returns
+// a READY endpoint. Publication is one atomic pointer swap; an old picker
+// (and every subchannel it names) is freed on the control thread only after
+// every scope that might still see it has ended (epoch-based reclamation).
+//
+//   uxds::PickScope scope(slot);             // a read-side section
+//   uxds::PickResult r = scope.Pick(args);   // any thread, any number of them
+//   if (r.kind == uxds::PickResult::Kind::kComplete) use(r.endpoint);  // inside the scope
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "uxds/status.h"
+
+namespace uxds {
+
+// gRPC's connectivity states; what a subchannel, a policy and a channel report.
+enum class ConnectivityState : uint8_t {
+  kIdle = 0,
+  kConnecting = 1,
+  kReady = 2,
+  kTransientFailure = 3,
+};
+// "IDLE", "CONNECTING", "READY", "TRANSIENT_FAILURE".
+std::string_view ConnectivityStateName(ConnectivityState state);
+
+class Subchannel;   // one connection to one address (src/lb/subchannel.h)
+class CallCounter;  // in-flight calls of a cluster (circuit breaking, A32)
+
+// A picked endpoint: its address and the subchannel to start the call on
+// (on the control thread; the channel does that).
+struct Endpoint {
+  std::string address;  // "10.0.0.1:443", "[2001:db8::1]:443"
+  Subchannel* subchannel = nullptr;
+};
+
+// A request header as the picker sees it (lower-case name).
+struct PickHeader {
+  std::string_view name;
+  std::string_view value;
+};
+
+struct PickArgs {
+  // A42: the request hash the channel computed from the route's hash
+  // policies (a random one when none produced a hash). Unset: ring_hash
+  // fails the pick unless its request_hash_header is configured (A76).
+  std::optional<uint64_t> hash;
+  // The request's headers; ring_hash's request_hash_header reads them (A76).
+  std::span<const PickHeader> headers;
+};
+
+struct PickResult {
+  enum class Kind : uint8_t { kComplete, kQueue, kFail };
+  Kind kind = Kind::kQueue;
+  // kComplete: valid until the PickScope that returned it ends.
+  const Endpoint* endpoint = nullptr;
+  // kComplete through cluster_impl: the call counts against the cluster's
+  // max_requests until the caller calls CallEnded(counter) (A32).
+  CallCounter* call_counter = nullptr;
+  // kFail: why (owned by the picker, valid while the scope lives).
+  const Status* status = nullptr;
+  // kFail because the call was dropped (A27 drop_overloads, A32 circuit
+  // breaker): the call fails at once, wait_for_ready or not.
+  bool drop = false;
+
+  static PickResult Complete(const Endpoint* e) { return {Kind::kComplete, e, nullptr, nullptr}; }
+  static PickResult Queue() { return {}; }
+  static PickResult Fail(const Status* s) { return {Kind::kFail, nullptr, nullptr, s}; }
+  static PickResult Drop(const Status* s) { return {Kind::kFail, nullptr, nullptr, s, true}; }
+};
+
+// Releases one call counted by a pick (any thread).
+void CallEnded(CallCounter* counter);
+
+// An immutable picker snapshot. Pick() runs on any thread, concurrently.
+class Picker {
+ public:
+  virtual ~Picker() = default;
+  virtual PickResult Pick(const PickArgs& args) const = 0;
+};
+
+// Where the control thread publishes pickers and application threads pick.
+// Publish() and the reclamation of old pickers are control-thread only.
+class PickerSlot {
+ public:
+  PickerSlot();
+  // Frees the current picker; no scope may be open on this slot.
+  ~PickerSlot();
+  PickerSlot(const PickerSlot&) = delete;
+  PickerSlot& operator=(const PickerSlot&) = delete;
+
+  // Control thread: makes `picker` current (one atomic swap) and retires the
+  // previous one; it is deleted by a later Reclaim() once no scope that
+  // began before the swap is still open.
+  void Publish(const Picker* picker);
+  // Control thread: deletes retired pickers no reader can see any more.
+  // Returns how many are still waiting.
+  size_t Reclaim();
+  size_t retired() const;
+
+ private:
+  friend class PickScope;
+  struct Retired;
+  std::atomic<const Picker*> current_{nullptr};
+  Retired* retired_ = nullptr;  // control thread only
+};
+
+// A read-side section on the calling thread. Scopes nest; a thread may have
+// scopes on several slots open at once.
+class PickScope {
+ public:
+  explicit PickScope(const PickerSlot& slot);
+  ~PickScope();
+  PickScope(const PickScope&) = delete;
+  PickScope& operator=(const PickScope&) = delete;
+
+  // Queue when nothing was published yet.
+  PickResult Pick(const PickArgs& args) const {
+    return picker_ == nullptr ? PickResult::Queue() : picker_->Pick(args);
+  }
+
+ private:
+  const Picker* picker_;
+};
+
+}  // namespace uxds

@@ -1,0 +1,102 @@
+// The ring of the ring_hash LB policy (gRFC A42, A76): built exactly as Envoy
+// and gRPC build it, so that for the same endpoints, weights and request hash
+// every implementation picks the same endpoint, with an O(1) lookup.
+//
+// The ring_hash policy, `uxds ring` and the pick benchmarks all use this code.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "uxds/status.h"
+
+namespace uxds {
+
+// A42 sizes. The xDS limit on both sizes is 8M; the local cap (gRPC's
+// default 4096) then limits both, so a control plane cannot make a client
+// build (and keep) an 8M-entry ring unless the client allows it.
+struct RingSizeConfig {
+  static constexpr uint64_t kDefaultMinRingSize = 1024;
+  static constexpr uint64_t kDefaultMaxRingSize = 8388608;
+  static constexpr uint64_t kMaxRingSizeLimit = 8388608;
+  static constexpr uint64_t kDefaultRingSizeCap = 4096;
+
+  uint64_t min_ring_size = kDefaultMinRingSize;
+  uint64_t max_ring_size = kDefaultMaxRingSize;
+  uint64_t ring_size_cap = kDefaultRingSizeCap;
+
+  // A42: both sizes in [1, 8388608] and min <= max; the cap at least 1.
+  // The message names the field, as the Cluster decoder does.
+  Status Validate() const;
+  // min(min_ring_size, cap), min(max_ring_size, cap).
+  uint64_t effective_min() const;
+  uint64_t effective_max() const;
+};
+
+// One endpoint as the ring sees it.
+struct RingEndpoint {
+  // What is hashed to place the endpoint: the A76 hash key when the endpoint
+  // has one, else its first address as "ip:port" ("[v6]:port").
+  std::string hash_key;
+  // Locality weight x endpoint weight (A42); 0 counts as 1.
+  uint64_t weight = 1;
+};
+
+class Ring {
+ public:
+  struct Entry {
+    uint64_t hash;
+    uint32_t endpoint;  // index into the endpoint list the ring was built from
+  };
+
+  Ring() = default;
+  // Builds the ring (NOTES.md "Ring hash"): normalized weights, scale from
+  // the smallest weight and the (capped) sizes, `<key>_<n>` hashed with XXH64
+  // seed 0, entries sorted by hash. An empty list gives an empty ring;
+  // `sizes` must be valid. Endpoints sharing a hash key get equal hashes
+  // (ties keep list order).
+  static Ring Build(std::span<const RingEndpoint> endpoints, const RingSizeConfig& sizes);
+
+  size_t size() const { return entries_.size(); }
+  bool empty() const { return entries_.empty(); }
+  const Entry& operator[](size_t i) const { return entries_[i]; }
+  std::span<const Entry> entries() const { return entries_; }
+
+  // A42: the index of the first entry whose hash is >= `hash`, or 0 if there
+  // is none (the ring wraps). Expected O(1): a table indexed by the hash's
+  // top bits gives the first entry of its bucket (about one entry per
+  // bucket); a crowded bucket falls back to a binary search inside it.
+  size_t FindIndex(uint64_t hash) const {
+    const uint64_t bucket = hash >> bucket_shift_;
+    uint32_t lo = bucket_start_[bucket];
+    const uint32_t hi = bucket_start_[bucket + 1];
+    if (hi - lo > kLinearScanLimit) return BinarySearchIn(hash, lo, hi);
+    while (lo < hi && entries_[lo].hash < hash) ++lo;
+    return lo == entries_.size() ? 0 : lo;
+  }
+
+  // The same answer by a binary search over the whole ring: what Envoy and
+  // gRPC do; kept as the benchmark's baseline and the tests' reference.
+  size_t FindIndexByBinarySearch(uint64_t hash) const;
+
+ private:
+  static constexpr uint32_t kLinearScanLimit = 8;
+  static constexpr uint32_t kInsertionSortLimit = 32;
+  size_t BinarySearchIn(uint64_t hash, uint32_t lo, uint32_t hi) const;
+  void BuildIndexAndSort(std::vector<Entry> unsorted);
+
+  std::vector<Entry> entries_;
+  // bucket_start_[b] = first entry whose hash >> bucket_shift_ >= b; one
+  // extra element (= size()) closes the last bucket.
+  std::vector<uint32_t> bucket_start_{0, 0, 0};
+  unsigned bucket_shift_ = 63;
+};
+
+// XXH64 with seed 0: the hash A42 uses for ring entries and request hashes.
+uint64_t XxHash64(std::string_view data);
+
+}  // namespace uxds

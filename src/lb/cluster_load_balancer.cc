@@ -1,0 +1,112 @@
+#include "lb/cluster_load_balancer.h"
+
+#include "lb/cluster_impl.h"
+#include "lb/ring_hash_policy.h"
+#include "lb/round_robin.h"
+#include "lb/weighted_target.h"
+
+namespace uxds {
+
+namespace {
+// How often retired pickers are looked at again while some remain: readers
+// hold a scope for the length of one pick, so one retry almost always
+// frees them.
+constexpr std::chrono::milliseconds kReclaimRetry{1};
+}  // namespace
+
+ClusterLoadBalancer::ClusterLoadBalancer(Loop& loop, std::shared_ptr<SubchannelPool> pool,
+                                         LbPolicyOptions options)
+    : loop_(loop),
+      pool_(std::move(pool)),
+      base_options_(std::move(options)),
+      reclaim_timer_(loop) {}
+
+ClusterLoadBalancer::~ClusterLoadBalancer() {
+  reclaim_timer_.Cancel();
+  priority_.reset();
+  // ~PickerSlot frees the pickers (and their subchannel references).
+}
+
+std::vector<LocalityList> ClusterLoadBalancer::ToPriorities(const EndpointResource& endpoints) {
+  std::vector<LocalityList> priorities;
+  priorities.reserve(endpoints.priorities.size());
+  for (const auto& priority : endpoints.priorities) {
+    LocalityList list;
+    for (const auto& locality : priority.localities) {
+      WeightedLocality l;
+      l.name = locality.name.ToString();
+      l.weight = locality.weight;
+      for (const auto& e : locality.endpoints) {
+        if (!e.usable() || e.addresses.empty()) continue;
+        auto address = SocketAddress::Parse(e.addresses.front());
+        if (!address.ok()) continue;  // the decoder only keeps parseable addresses
+        l.endpoints.push_back(WeightedEndpoint{*address, e.hash_key, e.weight});
+      }
+      // A27: a locality with no usable endpoint takes no traffic.
+      if (!l.endpoints.empty()) list.push_back(std::move(l));
+    }
+    priorities.push_back(std::move(list));
+  }
+  return priorities;
+}
+
+void ClusterLoadBalancer::Update(const ClusterResource& cluster,
+                                 const EndpointResource& endpoints) {
+  max_requests_ = cluster.max_concurrent_requests;
+  drops_ = endpoints.drop_overloads;
+  if (!have_tree_ || !(cluster.lb_policy == lb_config_)) {
+    lb_config_ = cluster.lb_policy;
+    LbPolicyOptions options = base_options_;
+    options.ring_sizes.min_ring_size = lb_config_.min_ring_size;
+    options.ring_sizes.max_ring_size = lb_config_.max_ring_size;
+    options.request_hash_header = lb_config_.request_hash_header;
+    BuildTree(options);
+  }
+  priority_->Update(ToPriorities(endpoints));
+}
+
+void ClusterLoadBalancer::BuildTree(const LbPolicyOptions& options) {
+  tree_options_ = options;
+  have_tree_ = true;
+  SubchannelPool& pool = *pool_;
+  const LbPolicyOptions& tree = tree_options_;
+  const bool ring_hash =
+      lb_config_.endpoint_picking == ClusterResource::LbPolicy::EndpointPicking::kRingHash;
+  // The policy that picks an endpoint among a list (of one locality, or of
+  // a whole priority).
+  auto endpoint_policy = [&pool, &tree,
+                          ring_hash](LbPolicy::Reporter r) -> std::unique_ptr<LbPolicy> {
+    if (ring_hash) return std::make_unique<RingHashPolicy>(pool, tree, std::move(r));
+    return std::make_unique<RoundRobinPolicy>(pool, std::move(r));
+  };
+  PriorityPolicy::ChildFactory child_factory;
+  if (lb_config_.weighted_locality) {
+    child_factory = [endpoint_policy](LbPolicy::Reporter r) -> std::unique_ptr<LbPolicy> {
+      return std::make_unique<WeightedTargetPolicy>(endpoint_policy, std::move(r));
+    };
+  } else {
+    child_factory = endpoint_policy;
+  }
+  priority_.reset();
+  priority_ = std::make_unique<PriorityPolicy>(
+      loop_, tree_options_, std::move(child_factory),
+      [this](ConnectivityState state, const Status& status, std::shared_ptr<const Picker> picker) {
+        OnReport(state, status, std::move(picker));
+      });
+}
+
+void ClusterLoadBalancer::OnReport(ConnectivityState state, const Status& status,
+                                   std::shared_ptr<const Picker> picker) {
+  state_ = state;
+  status_ = status;
+  slot_.Publish(new ClusterImplPicker(drops_, counter_, max_requests_, std::move(picker)));
+  ScheduleReclaim();
+  if (observer_) observer_(state, status);
+}
+
+void ClusterLoadBalancer::ScheduleReclaim() {
+  if (slot_.Reclaim() == 0 || reclaim_timer_.pending()) return;
+  reclaim_timer_.Start(kReclaimRetry, [this] { ScheduleReclaim(); });
+}
+
+}  // namespace uxds

@@ -1,0 +1,74 @@
+// ClusterLoadBalancer: the LB policy tree of one cluster, fed with its
+// Cluster and ClusterLoadAssignment, publishing pickers into a PickerSlot.
+// Control thread only, except picker_slot() which application threads
+// pick from (through a PickScope).
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include "lb/call_counter.h"
+#include "lb/lb_policy.h"
+#include "lb/priority.h"
+#include "lb/subchannel.h"
+#include "uxds/channel.h"
+#include "uxds/loop.h"
+#include "uxds/resources/cluster.h"
+#include "uxds/resources/endpoint.h"
+
+namespace uxds {
+
+class ClusterLoadBalancer {
+ public:
+  using StateObserver = std::function<void(ConnectivityState state, const Status& status)>;
+
+  // `options` gives the local limits (ring size cap) and timers; the
+  // Cluster's own settings are applied on top at each Update().
+  ClusterLoadBalancer(Loop& loop, std::shared_ptr<SubchannelPool> pool,
+                      LbPolicyOptions options = {});
+  // Destroy before the pool's Shutdown(); no PickScope may be open.
+  ~ClusterLoadBalancer();
+
+  // A new Cluster and/or endpoints. A change of LB policy settings rebuilds
+  // the tree (subchannels are kept by the pool as long as a policy uses
+  // them); otherwise the endpoints are passed down.
+  void Update(const ClusterResource& cluster, const EndpointResource& endpoints);
+
+  PickerSlot& picker_slot() { return slot_; }
+  ConnectivityState state() const { return state_; }
+  const Status& status() const { return status_; }
+  // Called on every report (control thread).
+  void SetStateObserver(StateObserver observer) { observer_ = std::move(observer); }
+  // In-flight calls counted against max_requests.
+  int64_t calls_in_flight() const { return counter_->Load(); }
+  const PriorityPolicy* priority() const { return priority_.get(); }
+
+  // A27: usable endpoints (HEALTHY / UNKNOWN) of each priority, as the
+  // policies see them; an endpoint's first address is used (A61's
+  // additional addresses are not connected to).
+  static std::vector<LocalityList> ToPriorities(const EndpointResource& endpoints);
+
+ private:
+  void BuildTree(const LbPolicyOptions& options);
+  void OnReport(ConnectivityState state, const Status& status,
+                std::shared_ptr<const Picker> picker);
+  void ScheduleReclaim();
+
+  Loop& loop_;
+  std::shared_ptr<SubchannelPool> pool_;
+  LbPolicyOptions base_options_;
+  LbPolicyOptions tree_options_;
+  ClusterResource::LbPolicy lb_config_;
+  bool have_tree_ = false;
+  std::unique_ptr<PriorityPolicy> priority_;
+  std::shared_ptr<CallCounter> counter_ = std::make_shared<CallCounter>();
+  uint32_t max_requests_ = ClusterResource::kDefaultMaxConcurrentRequests;
+  std::vector<EndpointResource::DropCategory> drops_;
+  PickerSlot slot_;
+  Timer reclaim_timer_;
+  ConnectivityState state_ = ConnectivityState::kIdle;
+  Status status_;
+  StateObserver observer_;
+};
+
+}  // namespace uxds

@@ -1,0 +1,151 @@
+// A42 ring construction and lookup (see uxds/ring_hash.h).
+#include <xxhash.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include "uxds/ring_hash.h"
+
+namespace uxds {
+
+uint64_t XxHash64(std::string_view data) { return XXH64(data.data(), data.size(), 0); }
+
+Status RingSizeConfig::Validate() const {
+  // A42: the same limits the Cluster decoder applies to ring_hash_lb_config.
+  if (min_ring_size == 0 || min_ring_size > kMaxRingSizeLimit) {
+    return InvalidArgumentError("min_ring_size: must be in the range of 1 to 8388608");
+  }
+  if (max_ring_size == 0 || max_ring_size > kMaxRingSizeLimit) {
+    return InvalidArgumentError("max_ring_size: must be in the range of 1 to 8388608");
+  }
+  if (min_ring_size > max_ring_size) {
+    return InvalidArgumentError("min_ring_size: cannot be greater than max_ring_size");
+  }
+  if (ring_size_cap == 0 || ring_size_cap > kMaxRingSizeLimit) {
+    return InvalidArgumentError("ring_size_cap: must be in the range of 1 to 8388608");
+  }
+  return Status();
+}
+
+uint64_t RingSizeConfig::effective_min() const { return std::min(min_ring_size, ring_size_cap); }
+uint64_t RingSizeConfig::effective_max() const { return std::min(max_ring_size, ring_size_cap); }
+
+namespace {
+
+// Writes `n` in decimal at `out`; returns the number of characters.
+size_t FormatDecimal(uint64_t n, char* out) {
+  char digits[20];
+  size_t len = 0;
+  do {
+    digits[len++] = static_cast<char>('0' + n % 10);
+    n /= 10;
+  } while (n != 0);
+  for (size_t i = 0; i < len; ++i) out[i] = digits[len - 1 - i];
+  return len;
+}
+
+}  // namespace
+
+Ring Ring::Build(std::span<const RingEndpoint> endpoints, const RingSizeConfig& sizes) {
+  Ring ring;
+  if (endpoints.empty()) return ring;
+  // NOTES.md "Ring hash", steps 1-3, with the same double arithmetic as
+  // Envoy and gRPC: only that reproduces their rings entry for entry.
+  double sum = 0;
+  for (const RingEndpoint& e : endpoints) sum += static_cast<double>(e.weight == 0 ? 1 : e.weight);
+  double min_normalized = 1.0;
+  for (const RingEndpoint& e : endpoints) {
+    min_normalized =
+        std::min(min_normalized, static_cast<double>(e.weight == 0 ? 1 : e.weight) / sum);
+  }
+  const double min_ring = static_cast<double>(sizes.effective_min());
+  const double max_ring = static_cast<double>(sizes.effective_max());
+  const double scale = std::min(std::ceil(min_normalized * min_ring) / min_normalized, max_ring);
+
+  std::vector<Entry> unsorted;
+  unsorted.reserve(static_cast<size_t>(std::ceil(scale)) + 1);
+  // Step 4: walk endpoints in order; `<key>_<n>` hashed, n counting per
+  // endpoint. The key is copied once; only the counter is rewritten.
+  std::string buffer;
+  double current = 0;
+  double target = 0;
+  for (uint32_t i = 0; i < endpoints.size(); ++i) {
+    const RingEndpoint& e = endpoints[i];
+    const double normalized = static_cast<double>(e.weight == 0 ? 1 : e.weight) / sum;
+    target += scale * normalized;
+    buffer.assign(e.hash_key);
+    buffer.push_back('_');
+    const size_t prefix = buffer.size();
+    buffer.resize(prefix + 20);
+    for (uint64_t n = 0; current < target; ++n, current += 1.0) {
+      const size_t len = FormatDecimal(n, buffer.data() + prefix);
+      unsorted.push_back(Entry{XXH64(buffer.data(), prefix + len, 0), i});
+    }
+  }
+  ring.BuildIndexAndSort(std::move(unsorted));
+  return ring;
+}
+
+// Step 5 and the lookup table together: a counting sort by the hash's top
+// bits (hashes are uniform, so about one entry per bucket), then an
+// insertion sort inside each bucket. Linear time, and the bucket starts are
+// the lookup table. Insertion sort is stable: equal hashes keep the order
+// in which they were generated.
+void Ring::BuildIndexAndSort(std::vector<Entry> unsorted) {
+  const size_t n = unsorted.size();
+  const unsigned bits = std::max(1u, static_cast<unsigned>(std::bit_width(n - 1)));
+  bucket_shift_ = 64 - bits;
+  const size_t buckets = size_t{1} << bits;
+  bucket_start_.assign(buckets + 1, 0);
+  for (const Entry& e : unsorted) ++bucket_start_[(e.hash >> bucket_shift_) + 1];
+  for (size_t b = 1; b <= buckets; ++b) bucket_start_[b] += bucket_start_[b - 1];
+  entries_.resize(n);
+  std::vector<uint32_t> fill(bucket_start_.begin(), bucket_start_.end() - 1);
+  for (const Entry& e : unsorted) entries_[fill[e.hash >> bucket_shift_]++] = e;
+  for (size_t b = 0; b < buckets; ++b) {
+    const uint32_t lo = bucket_start_[b];
+    const uint32_t hi = bucket_start_[b + 1];
+    if (hi - lo > kInsertionSortLimit) {
+      // Crowded only if hash keys were chosen to collide (A76 keys come
+      // from the control plane): stay O(n log n) then.
+      std::stable_sort(entries_.begin() + lo, entries_.begin() + hi,
+                       [](const Entry& x, const Entry& y) { return x.hash < y.hash; });
+      continue;
+    }
+    for (uint32_t i = lo + 1; i < hi; ++i) {
+      const Entry e = entries_[i];
+      uint32_t j = i;
+      while (j > lo && entries_[j - 1].hash > e.hash) {
+        entries_[j] = entries_[j - 1];
+        --j;
+      }
+      entries_[j] = e;
+    }
+  }
+}
+
+size_t Ring::BinarySearchIn(uint64_t hash, uint32_t lo, uint32_t hi) const {
+  const auto it = std::lower_bound(entries_.begin() + lo, entries_.begin() + hi, hash,
+                                   [](const Entry& e, uint64_t h) { return e.hash < h; });
+  const size_t index = static_cast<size_t>(it - entries_.begin());
+  return index == entries_.size() ? 0 : index;
+}
+
+size_t Ring::FindIndexByBinarySearch(uint64_t hash) const {
+  // The loop Envoy and gRPC run: lowbound/highbound over the sorted ring.
+  size_t low = 0;
+  size_t high = entries_.size();
+  while (low < high) {
+    const size_t mid = low + (high - low) / 2;
+    if (entries_[mid].hash < hash) {
+      low = mid + 1;
+    } else {
+      high = mid;
+    }
+  }
+  return low == entries_.size() ? 0 : low;
+}
+
+}  // namespace uxds

@@ -1,0 +1,50 @@
+// The ring_hash picker (A42 "Picker Behavior", A76 request_hash_header).
+// Immutable; endpoint states are read live from each subchannel's atomic
+// state byte, so a state change needs no new picker to take effect.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lb/subchannel.h"
+#include "uxds/channel.h"
+#include "uxds/ring_hash.h"
+
+namespace uxds {
+
+class RingHashPicker final : public Picker {
+ public:
+  // `subchannels[i]` is the endpoint the ring's entries call i.
+  // `any_connecting`: some endpoint was CONNECTING when the picker was made
+  // (A76 picker_has_a_child_connecting). `failure`: what a pick that finds
+  // no usable endpoint fails with.
+  RingHashPicker(std::shared_ptr<const Ring> ring, std::vector<SubchannelRef> subchannels,
+                 std::string request_hash_header, bool any_connecting, Status failure);
+
+  PickResult Pick(const PickArgs& args) const override;
+  // A42's pick for a known request hash (the channel's hash policies).
+  PickResult PickForHash(uint64_t hash) const;
+
+ private:
+  PickResult PickForRandomHash(uint64_t hash) const;
+  ConnectivityState StateAt(size_t ring_index) const {
+    return subchannels_[ring_->operator[](ring_index).endpoint]->state();
+  }
+  PickResult CompleteAt(size_t ring_index) const {
+    return PickResult::Complete(&subchannels_[(*ring_)[ring_index].endpoint]->endpoint());
+  }
+  void ConnectAt(size_t ring_index) const {
+    subchannels_[(*ring_)[ring_index].endpoint]->RequestConnectionFromAnyThread();
+  }
+
+  std::shared_ptr<const Ring> ring_;
+  std::vector<SubchannelRef> refs_;
+  std::vector<Subchannel*> subchannels_;
+  std::string request_hash_header_;
+  bool any_connecting_;
+  Status failure_;
+  Status no_hash_;
+};
+
+}  // namespace uxds

@@ -1,0 +1,88 @@
+#include "lb/round_robin.h"
+
+#include <set>
+
+namespace uxds {
+
+RoundRobinPicker::RoundRobinPicker(std::vector<SubchannelRef> ready) : ready_(std::move(ready)) {
+  endpoints_.reserve(ready_.size());
+  for (const SubchannelRef& r : ready_) endpoints_.push_back(&r->endpoint());
+}
+
+PickResult RoundRobinPicker::Pick(const PickArgs&) const {
+  // Starts each thread at a random offset so threads do not move in step.
+  thread_local uint64_t position = ThreadRandom();
+  return PickResult::Complete(endpoints_[position++ % endpoints_.size()]);
+}
+
+RoundRobinPolicy::RoundRobinPolicy(SubchannelPool& pool, Reporter reporter)
+    : pool_(pool), reporter_(std::move(reporter)) {}
+
+RoundRobinPolicy::~RoundRobinPolicy() { DetachAll(); }
+
+void RoundRobinPolicy::DetachAll() {
+  for (Endpoint& e : endpoints_) e.subchannel->RemoveWatcher(e.watcher);
+  endpoints_.clear();
+}
+
+void RoundRobinPolicy::Update(const LocalityList& localities) {
+  std::vector<Endpoint> next;
+  std::set<std::string> seen;
+  for (const WeightedLocality& locality : localities) {
+    for (const WeightedEndpoint& e : locality.endpoints) {
+      if (!seen.insert(e.address.ToString()).second) continue;
+      next.push_back(Endpoint{pool_.Get(e.address), -1});
+    }
+  }
+  DetachAll();
+  endpoints_ = std::move(next);
+  for (Endpoint& e : endpoints_) {
+    Subchannel* s = e.subchannel.get();
+    e.watcher = s->AddWatcher([this, s](ConnectivityState state, const Status& status) {
+      OnEndpointStateChange(s, state, status);
+    });
+    // round_robin connects to everything it is given.
+    s->RequestConnection();
+  }
+  Report();
+}
+
+void RoundRobinPolicy::OnEndpointStateChange(Subchannel* s, ConnectivityState state,
+                                             const Status& status) {
+  if (!status.ok()) last_failure_ = status;
+  // A lost connection (IDLE) is re-established at once.
+  if (state == ConnectivityState::kIdle) s->RequestConnection();
+  Report();
+}
+
+void RoundRobinPolicy::Report() {
+  if (endpoints_.empty()) {
+    const Status empty = UnavailableError("round_robin: empty address list");
+    reporter_(ConnectivityState::kTransientFailure, empty, std::make_shared<FailPicker>(empty));
+    return;
+  }
+  std::vector<SubchannelRef> ready;
+  bool connecting = false;
+  for (const Endpoint& e : endpoints_) {
+    const ConnectivityState state = e.subchannel->state();
+    if (state == ConnectivityState::kReady) ready.push_back(e.subchannel);
+    if (state == ConnectivityState::kConnecting || state == ConnectivityState::kIdle) {
+      connecting = true;
+    }
+  }
+  // A61's aggregation: READY if any READY, else CONNECTING if any is trying
+  // (IDLE ones are being reconnected), else TRANSIENT_FAILURE.
+  if (!ready.empty()) {
+    reporter_(ConnectivityState::kReady, Status(),
+              std::make_shared<RoundRobinPicker>(std::move(ready)));
+  } else if (connecting) {
+    reporter_(ConnectivityState::kConnecting, Status(), std::make_shared<QueuePicker>());
+  } else {
+    const Status failed =
+        UnavailableError("round_robin: connections to all backends failing; last error: " +
+                         (last_failure_.ok() ? std::string("none") : last_failure_.ToString()));
+    reporter_(ConnectivityState::kTransientFailure, failed, std::make_shared<FailPicker>(failed));
+  }
+}
+
+}  // namespace uxds

@@ -1,0 +1,192 @@
+#include "lb/subchannel.h"
+
+#include <algorithm>
+
+namespace uxds {
+
+Subchannel::Subchannel(SubchannelPool& pool, SocketAddress address)
+    : pool_(pool),
+      address_(address),
+      endpoint_{address.ToString(), this},
+      group_(std::make_unique<TaskGroup>(pool.loop())),
+      backoff_({pool.options().initial_backoff, pool.options().backoff_multiplier,
+                pool.options().backoff_jitter, pool.options().max_backoff}) {}
+
+Subchannel::~Subchannel() = default;
+
+void Subchannel::RequestConnection() {
+  if (raw_state_ == ConnectivityState::kConnecting || raw_state_ == ConnectivityState::kReady) {
+    return;
+  }
+  connect_requested_ = true;
+  if (wakeup_ != nullptr) wakeup_->Set();
+}
+
+void Subchannel::RequestConnectionFromAnyThread() {
+  // The flag keeps a subchannel in the stack at most once; checking it with
+  // a plain load first keeps repeated picks from writing its line.
+  if (request_queued_.load(std::memory_order_relaxed)) return;
+  if (request_queued_.exchange(true, std::memory_order_acq_rel)) return;
+  pool_.PushRequest(this);
+}
+
+int Subchannel::AddWatcher(Watcher watcher) {
+  const int id = next_watcher_id_++;
+  watchers_.emplace(id, std::move(watcher));
+  return id;
+}
+
+void Subchannel::RemoveWatcher(int id) { watchers_.erase(id); }
+
+// Sticky TRANSIENT_FAILURE (A62's pick_first, what A42's ring_hash and A61's
+// round_robin see of each endpoint): once failed, CONNECTING and IDLE are
+// not shown until the subchannel is READY again.
+void Subchannel::SetState(ConnectivityState raw, Status status) {
+  raw_state_ = raw;
+  const ConnectivityState old_visible = state();
+  ConnectivityState visible = raw;
+  if (old_visible == ConnectivityState::kTransientFailure &&
+      (raw == ConnectivityState::kConnecting || raw == ConnectivityState::kIdle)) {
+    visible = ConnectivityState::kTransientFailure;
+  }
+  if (visible == old_visible) return;
+  visible_state_.store(visible, std::memory_order_release);
+  std::vector<int> ids;
+  ids.reserve(watchers_.size());
+  for (const auto& [id, w] : watchers_) ids.push_back(id);
+  for (int id : ids) {
+    auto it = watchers_.find(id);
+    if (it != watchers_.end()) it->second(visible, status);
+  }
+}
+
+Task<void> Subchannel::Run() {
+  while (!group_->cancelled()) {
+    if (!connect_requested_) {
+      wakeup_ = std::make_unique<Event>(pool_.loop());
+      const Status woke = co_await wakeup_->Wait();
+      wakeup_.reset();
+      if (!woke.ok()) co_return;
+      continue;
+    }
+    connect_requested_ = false;
+    co_await ConnectOnce();
+  }
+}
+
+// One attempt as gRPC's connection-backoff describes it: the attempt gets
+// max(min_connect_timeout, backoff) and the next attempt starts no earlier
+// than `backoff` after this one started.
+Task<void> Subchannel::ConnectOnce() {
+  Loop& loop = pool_.loop();
+  const auto started = Loop::Clock::now();
+  const std::chrono::milliseconds delay = backoff_.NextDelay();
+  http2::ClientConnectionOptions options = pool_.options().connection;
+  options.connect_timeout = std::max(pool_.options().min_connect_timeout, delay);
+  ++attempts_;
+  SetState(ConnectivityState::kConnecting, Status());
+  auto connected = co_await http2::ClientConnection::Connect(loop, address_, options);
+  if (group_->cancelled()) co_return;
+  if (!connected.ok()) {
+    last_failure_ = connected.status();
+    SetState(ConnectivityState::kTransientFailure, connected.status());
+    const Status slept = co_await SleepUntil(loop, started + delay);
+    if (!slept.ok()) co_return;
+    SetState(ConnectivityState::kIdle, Status());
+    // A62: a failed endpoint keeps trying (after its backoff) until it
+    // connects, so the policies above see it recover without asking.
+    connect_requested_ = true;
+    co_return;
+  }
+  backoff_.Reset();
+  last_failure_ = Status();
+  connection_ = std::move(*connected);
+  SetState(ConnectivityState::kReady, Status());
+  const Status closed = co_await connection_->closed_event().Wait();
+  if (!closed.ok()) {
+    connection_.reset();  // cancelled: closes in the background
+    co_return;
+  }
+  const Status why = connection_->close_status();
+  connection_.reset();
+  // gRPC: a lost connection makes the subchannel IDLE; a policy that wants
+  // it asks again.
+  SetState(ConnectivityState::kIdle, why);
+}
+
+SubchannelRef::SubchannelRef(Subchannel* s) : subchannel_(s) {
+  if (s != nullptr) ++s->refs_;
+}
+
+SubchannelRef::~SubchannelRef() {
+  if (subchannel_ != nullptr && --subchannel_->refs_ == 0) subchannel_->pool_.Release(subchannel_);
+}
+
+std::shared_ptr<SubchannelPool> SubchannelPool::Create(Loop& loop, SubchannelOptions options) {
+  return std::shared_ptr<SubchannelPool>(new SubchannelPool(loop, std::move(options)));
+}
+
+SubchannelPool::SubchannelPool(Loop& loop, SubchannelOptions options)
+    : loop_(loop), options_(std::move(options)), reapers_(std::make_unique<TaskGroup>(loop)) {}
+
+SubchannelPool::~SubchannelPool() {
+  // Shutdown() joined everything; anything left means it was not called.
+  for (auto& [address, s] : subchannels_) delete s;
+}
+
+SubchannelRef SubchannelPool::Get(const SocketAddress& address) {
+  const std::string key = address.ToString();
+  auto it = subchannels_.find(key);
+  if (it == subchannels_.end()) {
+    auto* s = new Subchannel(*this, address);
+    it = subchannels_.emplace(key, s).first;
+    s->group_->Spawn(s->Run());
+  }
+  return SubchannelRef(it->second);
+}
+
+void SubchannelPool::Release(Subchannel* s) {
+  // A picker that named `s` may have queued it for a connection; every such
+  // push finished before its picker (the last reference) was reclaimed, so
+  // draining now removes it from the stack for good.
+  if (s->request_queued_.load(std::memory_order_acquire)) DrainRequests();
+  subchannels_.erase(s->address());
+  s->watchers_.clear();
+  auto reap = [](std::unique_ptr<Subchannel> doomed) -> Task<void> {
+    co_await doomed->group_->CancelAndJoin();
+  };
+  reapers_->Spawn(reap(std::unique_ptr<Subchannel>(s)));
+}
+
+void SubchannelPool::PushRequest(Subchannel* s) {
+  Subchannel* head = requests_.load(std::memory_order_relaxed);
+  do {
+    s->next_request_ = head;
+  } while (!requests_.compare_exchange_weak(head, s, std::memory_order_release,
+                                            std::memory_order_relaxed));
+  if (head != nullptr) return;  // the control loop is already told
+  loop_.Post([weak = weak_from_this()] {
+    if (auto pool = weak.lock()) pool->DrainRequests();
+  });
+}
+
+void SubchannelPool::DrainRequests() {
+  Subchannel* s = requests_.exchange(nullptr, std::memory_order_acquire);
+  while (s != nullptr) {
+    Subchannel* next = s->next_request_;
+    s->request_queued_.store(false, std::memory_order_release);
+    if (s->refs_ > 0 && !shut_down_) s->RequestConnection();
+    s = next;
+  }
+}
+
+Task<void> SubchannelPool::Shutdown() {
+  shut_down_ = true;
+  DrainRequests();
+  for (auto& [address, s] : subchannels_) s->group_->Cancel();
+  for (auto& [address, s] : subchannels_) co_await s->group_->Join();
+  for (auto& [address, s] : subchannels_) s->connection_.reset();
+  co_await reapers_->Join();
+}
+
+}  // namespace uxds

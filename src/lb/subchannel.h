@@ -1,0 +1,163 @@
+// Subchannel: one HTTP/2 connection to one address, shared by every LB
+// policy that uses the address (one per unique address, from a
+// SubchannelPool). Lives on the control loop; only state() and
+// RequestConnectionFromAnyThread() may be used from other threads.
+//
+// States as gRPC's (IDLE, CONNECTING, READY, TRANSIENT_FAILURE); READY means
+// our HTTP/2 connection is up and the server's SETTINGS arrived. A failed
+// attempt waits out the connection backoff (gRPC's connection-backoff:
+// 1 s x1.6 +-20 %, at most 120 s, each attempt given at least 20 s), then
+// connects again only if asked. A lost connection goes to IDLE.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "http2/client_connection.h"
+#include "http2/client_connection_options.h"
+#include "runtime/socket_address.h"
+#include "uxds/channel.h"
+#include "uxds/loop.h"
+#include "xds/client/exponential_backoff.h"
+
+namespace uxds {
+
+class SubchannelPool;
+
+struct SubchannelOptions {
+  SubchannelOptions() {}
+  // gRPC connection backoff (doc/connection-backoff.md); tests shorten them.
+  std::chrono::milliseconds initial_backoff{1000};
+  double backoff_multiplier = 1.6;
+  double backoff_jitter = 0.2;
+  std::chrono::milliseconds max_backoff{120000};
+  std::chrono::milliseconds min_connect_timeout{20000};
+  // Everything else about the connection (TLS, keepalive, limits); its
+  // connect_timeout is replaced per attempt.
+  http2::ClientConnectionOptions connection;
+};
+
+class Subchannel {
+ public:
+  // Watchers run on the control loop, inline with the state change.
+  using Watcher = std::function<void(ConnectivityState state, const Status& status)>;
+
+  const Endpoint& endpoint() const { return endpoint_; }
+  const std::string& address() const { return endpoint_.address; }
+
+  // Any thread. Sticky TRANSIENT_FAILURE as gRPC's LB policies see a child:
+  // after a failure the state stays TRANSIENT_FAILURE through backoff and
+  // the next attempt, until a connection is READY.
+  ConnectivityState state() const { return visible_state_.load(std::memory_order_acquire); }
+  // Control thread: the last connection failure (OK if none).
+  const Status& last_failure() const { return last_failure_; }
+
+  // Control thread: connect if IDLE; if in backoff, connect when it ends.
+  void RequestConnection();
+  // Any thread, lock-free (pickers, A42 "TriggerConnectionAttemptInControlPlane").
+  // Wakes the control loop only for the first request of a batch.
+  void RequestConnectionFromAnyThread();
+
+  // Control thread: the connection while READY, else nullptr.
+  http2::ClientConnection* connection() const { return connection_.get(); }
+
+  // Control thread.
+  int AddWatcher(Watcher watcher);
+  void RemoveWatcher(int id);
+
+  // Connection attempts started so far (tests, CSDS-like dumps).
+  uint64_t connection_attempts() const { return attempts_; }
+
+  ~Subchannel();
+
+ private:
+  friend class SubchannelPool;
+  friend class SubchannelRef;
+  Subchannel(SubchannelPool& pool, SocketAddress address);
+  Task<void> Run();
+  Task<void> ConnectOnce();
+  void SetState(ConnectivityState raw, Status status);
+
+  SubchannelPool& pool_;
+  SocketAddress address_;
+  Endpoint endpoint_;
+  std::atomic<ConnectivityState> visible_state_{ConnectivityState::kIdle};
+  ConnectivityState raw_state_ = ConnectivityState::kIdle;
+  Status last_failure_;
+  bool connect_requested_ = false;  // control thread
+  std::unique_ptr<Event> wakeup_;   // set when a request arrives while waiting
+  std::unique_ptr<TaskGroup> group_;
+  std::unique_ptr<http2::ClientConnection> connection_;
+  xds_internal::ExponentialBackoff backoff_;
+  uint64_t attempts_ = 0;
+  std::map<int, Watcher> watchers_;
+  int next_watcher_id_ = 0;
+  size_t refs_ = 0;  // control thread: SubchannelRefs (policies, pickers)
+  // Cross-thread connection requests (SubchannelPool's lock-free stack).
+  std::atomic<bool> request_queued_{false};
+  Subchannel* next_request_ = nullptr;
+};
+
+// A counted reference (control thread only: copying or destroying one is a
+// plain integer update). The last reference shuts the subchannel down.
+class SubchannelRef {
+ public:
+  SubchannelRef() = default;
+  explicit SubchannelRef(Subchannel* s);
+  SubchannelRef(const SubchannelRef& other) : SubchannelRef(other.subchannel_) {}
+  SubchannelRef(SubchannelRef&& other) noexcept
+      : subchannel_(std::exchange(other.subchannel_, nullptr)) {}
+  SubchannelRef& operator=(SubchannelRef other) noexcept {
+    std::swap(subchannel_, other.subchannel_);
+    return *this;
+  }
+  ~SubchannelRef();
+
+  Subchannel* get() const { return subchannel_; }
+  Subchannel* operator->() const { return subchannel_; }
+  explicit operator bool() const { return subchannel_ != nullptr; }
+
+ private:
+  Subchannel* subchannel_ = nullptr;
+};
+
+// One subchannel per unique address. Lives on the control loop; Shutdown()
+// before destruction.
+class SubchannelPool : public std::enable_shared_from_this<SubchannelPool> {
+ public:
+  static std::shared_ptr<SubchannelPool> Create(Loop& loop, SubchannelOptions options = {});
+  ~SubchannelPool();
+
+  // The subchannel for `address` (created IDLE if there is none).
+  SubchannelRef Get(const SocketAddress& address);
+  size_t size() const { return subchannels_.size(); }
+  Loop& loop() const { return loop_; }
+  const SubchannelOptions& options() const { return options_; }
+
+  // Closes every connection and waits for the subchannels' tasks; Get()
+  // must not be called afterwards.
+  Task<void> Shutdown();
+
+ private:
+  friend class Subchannel;
+  friend class SubchannelRef;
+  SubchannelPool(Loop& loop, SubchannelOptions options);
+  void Release(Subchannel* s);
+  void PushRequest(Subchannel* s);
+  void DrainRequests();
+
+  Loop& loop_;
+  SubchannelOptions options_;
+  std::map<std::string, Subchannel*> subchannels_;  // owned; by address text
+  std::unique_ptr<TaskGroup> reapers_;              // shuts released subchannels down
+  std::atomic<Subchannel*> requests_{nullptr};      // lock-free stack (any thread)
+  bool shut_down_ = false;
+};
+
+}  // namespace uxds

@@ -1,0 +1,98 @@
+#include "lb/weighted_target.h"
+
+#include <algorithm>
+
+namespace uxds {
+
+WeightedPicker::WeightedPicker(std::vector<Entry> entries)
+    : entries_(std::move(entries)), total_(entries_.back().cumulative_weight) {}
+
+PickResult WeightedPicker::Pick(const PickArgs& args) const {
+  const uint64_t point = ThreadRandom() % total_;
+  auto it = std::upper_bound(entries_.begin(), entries_.end(), point,
+                             [](uint64_t p, const Entry& e) { return p < e.cumulative_weight; });
+  return it->picker->Pick(args);
+}
+
+WeightedTargetPolicy::WeightedTargetPolicy(ChildFactory factory, Reporter reporter)
+    : factory_(std::move(factory)), reporter_(std::move(reporter)) {}
+
+WeightedTargetPolicy::~WeightedTargetPolicy() {
+  updating_ = true;  // children's reports during teardown go nowhere
+  children_.clear();
+}
+
+void WeightedTargetPolicy::Update(const LocalityList& localities) {
+  updating_ = true;
+  std::map<std::string, std::unique_ptr<Child>> next;
+  for (const WeightedLocality& locality : localities) {
+    auto it = children_.find(locality.name);
+    std::unique_ptr<Child> child;
+    if (it != children_.end()) {
+      child = std::move(it->second);
+      children_.erase(it);
+    } else {
+      child = std::make_unique<Child>();
+      Child* raw = child.get();
+      child->policy = factory_([this, raw](ConnectivityState state, const Status& status,
+                                           std::shared_ptr<const Picker> picker) {
+        raw->state = state;
+        raw->status = status;
+        raw->picker = std::move(picker);
+        if (!updating_) Report();
+      });
+    }
+    child->weight = locality.weight == 0 ? 1 : locality.weight;
+    next.emplace(locality.name, std::move(child));
+  }
+  children_.clear();  // localities that are gone
+  children_ = std::move(next);
+  for (const WeightedLocality& locality : localities) {
+    children_[locality.name]->policy->Update(LocalityList{locality});
+  }
+  updating_ = false;
+  Report();
+}
+
+void WeightedTargetPolicy::ExitIdle() {
+  for (auto& [name, child] : children_) child->policy->ExitIdle();
+}
+
+// A27's weighted_target aggregation: READY if any child is READY, else
+// CONNECTING if any is, else IDLE if any is, else TRANSIENT_FAILURE; the
+// picker spreads over the children in that state.
+void WeightedTargetPolicy::Report() {
+  if (children_.empty()) {
+    const Status empty = UnavailableError("weighted_target: no localities");
+    reporter_(ConnectivityState::kTransientFailure, empty, std::make_shared<FailPicker>(empty));
+    return;
+  }
+  auto any = [this](ConnectivityState s) {
+    return std::any_of(children_.begin(), children_.end(),
+                       [s](const auto& c) { return c.second->state == s; });
+  };
+  ConnectivityState state = ConnectivityState::kTransientFailure;
+  for (ConnectivityState s :
+       {ConnectivityState::kReady, ConnectivityState::kConnecting, ConnectivityState::kIdle}) {
+    if (any(s)) {
+      state = s;
+      break;
+    }
+  }
+  if (state == ConnectivityState::kConnecting || state == ConnectivityState::kIdle) {
+    reporter_(state, Status(), std::make_shared<QueuePicker>());
+    return;
+  }
+  std::vector<WeightedPicker::Entry> entries;
+  uint64_t cumulative = 0;
+  Status status;
+  for (const auto& [name, child] : children_) {
+    if (child->state != state || child->picker == nullptr) continue;
+    cumulative += child->weight;
+    entries.push_back({cumulative, child->picker});
+    if (status.ok()) status = child->status;
+  }
+  reporter_(state, status, std::make_shared<WeightedPicker>(std::move(entries)));
+}
+
+}  // namespace uxds
