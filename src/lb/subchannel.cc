@@ -152,6 +152,10 @@ void SubchannelPool::Release(Subchannel* s) {
   if (s->request_queued_.load(std::memory_order_acquire)) DrainRequests();
   subchannels_.erase(s->address());
   s->watchers_.clear();
+  if (shut_down_) {
+    delete s;  // Shutdown() already cancelled and joined its task
+    return;
+  }
   auto reap = [](std::unique_ptr<Subchannel> doomed) -> Task<void> {
     co_await doomed->group_->CancelAndJoin();
   };

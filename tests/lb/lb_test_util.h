@@ -67,6 +67,20 @@ Task<bool> WaitForState(Loop& loop, Subchannel* s, ConnectivityState state,
 LocalityList OneLocality(const std::vector<SocketAddress>& addresses, uint32_t locality_weight = 1,
                          const std::string& name = "{region=\"r\", zone=\"z\", sub_zone=\"\"}");
 
+// A picker that fails every pick with a status naming its tag: tells the
+// tests whose picker a parent published.
+class TaggedPicker final : public Picker {
+ public:
+  explicit TaggedPicker(int tag)
+      : tag_(tag), status_(UnavailableError("picker " + std::to_string(tag))) {}
+  PickResult Pick(const PickArgs&) const override { return PickResult::Fail(&status_); }
+  int tag() const { return tag_; }
+
+ private:
+  int tag_;
+  Status status_;
+};
+
 // Records what a policy reports.
 struct ReportLog {
   ConnectivityState state = ConnectivityState::kIdle;
