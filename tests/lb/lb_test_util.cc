@@ -34,7 +34,8 @@ int BindLoopback(int listen_backlog, uint16_t& port) {
 
 }  // namespace
 
-Backend::Backend(Loop& loop) : loop_(loop), registry_(std::make_shared<http2::ServiceRegistry>()) {}
+Backend::Backend(Loop& loop)
+    : loop_(loop), probe_(loop), registry_(http2::testing::MakeTestService(probe_)) {}
 
 Backend::~Backend() { assert(server_ == nullptr && "Stop() the backend first"); }
 
@@ -48,9 +49,9 @@ Status Backend::Start() {
   return Status();
 }
 
-Task<void> Backend::Stop() {
+Task<void> Backend::Stop(std::chrono::milliseconds grace) {
   if (server_ == nullptr) co_return;
-  co_await server_->Shutdown(std::chrono::milliseconds(0));
+  co_await server_->Shutdown(grace);
   co_await serving_->Join();
   server_.reset();
   serving_.reset();

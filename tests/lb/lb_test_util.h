@@ -26,7 +26,10 @@ class Backend {
   explicit Backend(Loop& loop);
   ~Backend();
   Status Start();
-  Task<void> Stop();
+  // Drains (GOAWAY, calls finish within `grace`), then stops.
+  Task<void> Stop(std::chrono::milliseconds grace = std::chrono::milliseconds(0));
+  // The test service's probe ("/test.Echo/Hold" waits for probe().release).
+  http2::testing::ServiceProbe& probe() { return probe_; }
   bool running() const { return server_ != nullptr; }
   SocketAddress address() const { return SocketAddress::Loopback4(port_); }
   std::string address_text() const { return address().ToString(); }
@@ -34,6 +37,7 @@ class Backend {
  private:
   Loop& loop_;
   uint16_t port_ = 0;
+  http2::testing::ServiceProbe probe_;
   std::shared_ptr<http2::ServiceRegistry> registry_;
   std::unique_ptr<http2::Server> server_;
   std::unique_ptr<TaskGroup> serving_;

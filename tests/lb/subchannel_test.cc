@@ -112,6 +112,34 @@ TEST_F(SubchannelTest, RecoversWhenTheServerComesBackAndGoesIdleWhenItLeaves) {
   }());
 }
 
+TEST_F(SubchannelTest, GoawayMakesItIdleAtOnceWhileCallsInFlightFinish) {
+  Backend backend(*loop_);
+  ASSERT_TRUE(backend.Start().ok());
+  loop_->BlockOn([&]() -> Task<void> {
+    SubchannelRef s = pool_->Get(backend.address());
+    s->RequestConnection();
+    const bool ready = co_await WaitForState(*loop_, s.get(), ConnectivityState::kReady);
+    CO_ASSERT_TRUE(ready);
+    std::unique_ptr<http2::ClientCall> call = s->connection()->StartCall("/test.Echo/Hold");
+    const Status written = co_await call->WritesDone();
+    EXPECT_TRUE(written.ok()) << written.ToString();
+    const bool started = co_await lb_testing::WaitUntil(
+        *loop_, [&] { return backend.probe().handlers_started == 1; });
+    CO_ASSERT_TRUE(started);
+    // The server drains: GOAWAY now, the held call may finish within 10 s.
+    TaskGroup stopping(*loop_);
+    stopping.Spawn(backend.Stop(std::chrono::seconds(10)));
+    const bool idle = co_await WaitForState(*loop_, s.get(), ConnectivityState::kIdle);
+    EXPECT_TRUE(idle);
+    EXPECT_TRUE(backend.running());  // still draining
+    // The call in flight on the old connection still completes.
+    backend.probe().release.Set();
+    const Status finished = co_await call->Finish();
+    EXPECT_TRUE(finished.ok()) << finished.ToString();
+    co_await stopping.Join();
+  }());
+}
+
 TEST_F(SubchannelTest, ConnectTimeoutIsAtLeastTheMinimum) {
   lb_testing::Blackhole blackhole;
   SubchannelOptions options = lb_testing::FastSubchannelOptions();
