@@ -123,7 +123,7 @@ TEST_F(ClusterLoadBalancerTest, RoundRobinSpreadsPicksEvenlyOverReadyEndpoints) 
     });
     CO_ASSERT_TRUE(ready);
     // Let all three connect, then count: one thread walks them in turn.
-    co_await SleepFor(*loop_, std::chrono::milliseconds(100));
+    (void)co_await SleepFor(*loop_, std::chrono::milliseconds(100));
     std::map<std::string, int> counts;
     for (int i = 0; i < 3000; ++i) {
       Pick();
@@ -145,7 +145,7 @@ TEST_F(ClusterLoadBalancerTest, WeightedTargetSpreadsPicksByLocalityWeight) {
       return ready == 2 && lb_->state() == State::kReady;
     });
     CO_ASSERT_TRUE(both);
-    co_await SleepFor(*loop_, std::chrono::milliseconds(20));
+    (void)co_await SleepFor(*loop_, std::chrono::milliseconds(20));
     std::map<std::string, int> counts;
     constexpr int kPicks = 40000;
     for (int i = 0; i < kPicks; ++i) {

@@ -100,8 +100,8 @@ TEST(PickerSlotTest, NestedScopesOnOneThread) {
 }
 
 TEST(PickerSlotTest, ThreadsThatExitGiveTheirRecordBack) {
-  PickerSlot slot;
   std::atomic<int> destroyed{0};
+  PickerSlot slot;
   slot.Publish(new CountedPicker(1, destroyed));
   for (int i = 0; i < 200; ++i) {
     std::thread t([&] { EXPECT_EQ(PickMessage(slot), "one"); });

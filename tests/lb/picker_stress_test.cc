@@ -82,13 +82,13 @@ TEST(PickerStressTest, TwoPickingThreadsWhileTheControlThreadPublishes1000Picker
           new RingHashPicker(ring, std::move(refs), "", false, UnavailableError("all failed")));
       ++published;
       slot.Reclaim();
-      co_await SleepFor(loop, std::chrono::milliseconds(1));
+      (void)co_await SleepFor(loop, std::chrono::milliseconds(1));
     }
     stop = true;
     t1.join();
     t2.join();
     slot.Publish(nullptr);
-    while (slot.Reclaim() != 0) co_await SleepFor(loop, std::chrono::milliseconds(1));
+    while (slot.Reclaim() != 0) (void)co_await SleepFor(loop, std::chrono::milliseconds(1));
     EXPECT_EQ(pool->size(), 0u);  // the last picker's subchannels went with it
     EXPECT_GT(published, 2000u);  // at most 1000 a second, less when the loop is slow
     for (auto& b : backends) co_await b->Stop();

@@ -109,7 +109,7 @@ class RingHashPickerTest : public ::testing::Test {
   }
 
   // Lets posted connection requests reach the subchannels.
-  Task<void> Settle() { co_await SleepFor(*loop_, std::chrono::milliseconds(20)); }
+  Task<void> Settle() { (void)co_await SleepFor(*loop_, std::chrono::milliseconds(20)); }
 
   std::unique_ptr<Loop> loop_;
   std::shared_ptr<SubchannelPool> pool_;

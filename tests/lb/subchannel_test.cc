@@ -38,7 +38,7 @@ TEST_F(SubchannelTest, StartsIdleAndConnectsOnlyWhenAsked) {
   loop_->BlockOn([&]() -> Task<void> {
     SubchannelRef s = pool_->Get(backend.address());
     EXPECT_EQ(s->state(), ConnectivityState::kIdle);
-    co_await SleepFor(*loop_, std::chrono::milliseconds(50));
+    (void)co_await SleepFor(*loop_, std::chrono::milliseconds(50));
     EXPECT_EQ(s->state(), ConnectivityState::kIdle);  // nobody asked
     EXPECT_EQ(s->connection_attempts(), 0u);
     std::vector<ConnectivityState> seen;
@@ -150,7 +150,7 @@ TEST_F(SubchannelTest, ConnectTimeoutIsAtLeastTheMinimum) {
     s->RequestConnection();
     const bool connecting = co_await WaitForState(*loop_, s.get(), ConnectivityState::kConnecting);
     EXPECT_TRUE(connecting);
-    co_await SleepFor(*loop_, std::chrono::milliseconds(150));
+    (void)co_await SleepFor(*loop_, std::chrono::milliseconds(150));
     EXPECT_EQ(s->state(), ConnectivityState::kConnecting);  // still within 300 ms
     const bool failed =
         co_await WaitForState(*loop_, s.get(), ConnectivityState::kTransientFailure);
