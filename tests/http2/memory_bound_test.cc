@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "http2_test_util.h"
+#include "runtime/tcp_socket.h"
 
 namespace uxds::http2::testing {
 namespace {
@@ -166,6 +167,40 @@ TEST_F(Http2Test, ConnectionBufferingIsBoundedAgainstUnfinishedLargeMessages) {
 #endif
     probe_->release.Set();
   });
+}
+
+TEST_F(Http2Test, ConnectionsBeyondMaxConnectionsAreClosedWithoutAByte) {
+  ServerOptions options;
+  options.max_connections = 2;
+  RunWithServer(
+      [&]() -> Task<void> {
+        auto first = co_await Connect();
+        CO_ASSERT_OK(first);
+        auto second = co_await Connect();
+        CO_ASSERT_OK(second);
+        auto third =
+            co_await TcpSocket::Connect(*loop_, server_address(), std::chrono::milliseconds(5000));
+        CO_ASSERT_OK(third);
+        std::vector<uint8_t> buffer(64);
+        StatusOr<size_t> n = co_await (*third)->Read(buffer);
+        EXPECT_TRUE(!n.ok() || *n == 0);  // closed, nothing sent
+        EXPECT_EQ(server_->refused_connections(), 1u);
+        (*third)->Close();
+        // The served ones work; once one goes, a new one is served.
+        StatusOr<std::string> echoed = co_await UnaryCall(**first, "/test.Echo/Unary", "hi");
+        CO_ASSERT_OK(echoed);
+        co_await (*second)->Close();
+        const bool freed =
+            co_await WaitUntil(*loop_, [&] { return server_->connection_count() == 1; });
+        CO_ASSERT_TRUE(freed);
+        auto fourth = co_await Connect();
+        CO_ASSERT_OK(fourth);
+        StatusOr<std::string> again = co_await UnaryCall(**fourth, "/test.Echo/Unary", "again");
+        CO_ASSERT_OK(again);
+        co_await (*fourth)->Close();
+        co_await (*first)->Close();
+      },
+      options);
 }
 
 }  // namespace
