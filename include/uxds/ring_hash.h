@@ -46,6 +46,26 @@ struct RingEndpoint {
   uint64_t weight = 1;
 };
 
+// One endpoint as a resolver or EDS hands it to ring_hash, before
+// de-duplication.
+struct RingHashAddress {
+  std::string address;   // "ip:port" / "[v6]:port", as RingHashAddressText gives it
+  std::string hash_key;  // A76: the EDS `envoy.lb` `hash_key` (empty: none)
+  uint64_t weight = 1;   // locality weight x endpoint weight; 0 counts as 1
+};
+
+// NOTES.md "Ring hash": de-duplicates by address, summing the weights into
+// the first occurrence (whose hash key is kept), and keys each endpoint by
+// its A76 hash key, else its address. The ring_hash policy and `uxds ring`
+// both build their ring input here. `kept`, when given, receives for each
+// returned endpoint the index in `addresses` of the occurrence kept.
+std::vector<RingEndpoint> BuildRingEndpoints(std::span<const RingHashAddress> addresses,
+                                             std::vector<size_t>* kept = nullptr);
+
+// "ip:port" text in the form the ring hashes ("10.0.0.1:80",
+// "[2001:db8::1]:443"), or why `host_port` is not an IP address and port.
+StatusOr<std::string> RingHashAddressText(std::string_view host_port);
+
 class Ring {
  public:
   struct Entry {

@@ -1,7 +1,5 @@
 #include "lb/ring_hash_policy.h"
 
-#include <map>
-
 #include "lb/ring_hash_picker.h"
 
 namespace uxds {
@@ -18,26 +16,23 @@ void RingHashPolicy::DetachAll() {
 }
 
 void RingHashPolicy::Update(const LocalityList& localities) {
-  // NOTES.md: de-duplicate by address, summing weights into the first
-  // occurrence; weight = locality weight x endpoint weight.
-  std::vector<RingEndpoint> input;
-  std::vector<SocketAddress> addresses;
-  std::map<std::string, size_t> by_address;
+  // Weight = locality weight x endpoint weight (A42); BuildRingEndpoints
+  // de-duplicates by address (NOTES.md).
+  std::vector<RingHashAddress> listed;
+  std::vector<const SocketAddress*> listed_addresses;
   for (const WeightedLocality& locality : localities) {
     for (const WeightedEndpoint& e : locality.endpoints) {
-      const uint64_t weight = uint64_t{locality.weight == 0 ? 1u : locality.weight} *
-                              uint64_t{e.weight == 0 ? 1u : e.weight};
-      const std::string address = e.address.ToString();
-      auto [it, inserted] = by_address.emplace(address, input.size());
-      if (!inserted) {
-        input[it->second].weight += weight;
-        continue;
-      }
-      // A76: the endpoint's hash key, else its address.
-      input.push_back(RingEndpoint{e.hash_key.empty() ? address : e.hash_key, weight});
-      addresses.push_back(e.address);
+      listed.push_back(RingHashAddress{e.address.ToString(), e.hash_key,
+                                       uint64_t{locality.weight == 0 ? 1u : locality.weight} *
+                                           uint64_t{e.weight == 0 ? 1u : e.weight}});
+      listed_addresses.push_back(&e.address);
     }
   }
+  std::vector<size_t> kept;
+  std::vector<RingEndpoint> input = BuildRingEndpoints(listed, &kept);
+  std::vector<SocketAddress> addresses;
+  addresses.reserve(kept.size());
+  for (size_t i : kept) addresses.push_back(*listed_addresses[i]);
   const bool same_ring = ring_ != nullptr && input.size() == ring_input_.size() &&
                          std::equal(input.begin(), input.end(), ring_input_.begin(),
                                     [](const RingEndpoint& a, const RingEndpoint& b) {

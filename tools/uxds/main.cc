@@ -10,6 +10,7 @@ namespace {
 
 const Command kCommands[] = {
     {"demo", "run the demo on loopback: uxds servers and clients with gRPC peers", RunDemo},
+    {"ring", "print the ring_hash ring size and the endpoint each request hash picks", RunRing},
     {"test-server", "serve grpc.testing.TestService on 127.0.0.1 until SIGINT/SIGTERM",
      RunTestServer},
     {"watch", "watch xDS resources, one JSON line per watcher callback", RunWatch},
@@ -30,6 +31,11 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   std::string name = argv[1];
+  if (name == "help" && argc == 3) {  // `uxds help ring` is `uxds ring --help`
+    for (const Command& c : kCommands) {
+      if (c.name == std::string(argv[2])) return c.run({"--help"});
+    }
+  }
   if (name == "help" || name == "--help" || name == "-h") {
     PrintUsage(stdout);
     return kExitOk;

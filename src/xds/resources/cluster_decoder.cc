@@ -1,6 +1,8 @@
 // Cluster (CDS) decoding with gRPC's validation rules and error texts
 // (A27, A37, A42, A32, A50; gRPC C++ xds_cluster_parser.cc and
 // xds_lb_policy_registry.cc).
+#include <charconv>
+#include <cmath>
 #include <string>
 
 #include "envoy/config/cluster/v3/cluster.pb.h"
@@ -21,6 +23,8 @@ constexpr std::string_view kAggregateClusterType =
     "envoy.extensions.clusters.aggregate.v3.ClusterConfig";
 constexpr std::string_view kRingHashType =
     "envoy.extensions.load_balancing_policies.ring_hash.v3.RingHash";
+// A52: gRPC's own ring_hash policy, configured by JSON in a TypedStruct.
+constexpr std::string_view kRingHashExperimentalType = "ring_hash_experimental";
 constexpr std::string_view kRoundRobinType =
     "envoy.extensions.load_balancing_policies.round_robin.v3.RoundRobin";
 constexpr std::string_view kWrrLocalityType =
@@ -226,6 +230,82 @@ void ParseRingHashPolicy(std::string_view serialized, LbPolicy& policy, Validati
   CheckRingSizeOrder(config.has_minimum_ring_size(), policy, errors);
 }
 
+// A uint64 field of a JSON LB policy config, read as gRPC's JSON loader
+// reads one: a number or a string holding one. Errors at the current field.
+std::optional<uint64_t> JsonUnsigned(const google::protobuf::Value& value,
+                                     ValidationErrors& errors) {
+  if (value.kind_case() == google::protobuf::Value::kNumberValue) {
+    const double n = value.number_value();
+    // Struct numbers are doubles: whole ones below 2^64 only.
+    if (n >= 0 && n < 18446744073709551616.0 && std::floor(n) == n) {
+      return static_cast<uint64_t>(n);
+    }
+  } else if (value.kind_case() == google::protobuf::Value::kStringValue) {
+    const std::string& text = value.string_value();
+    uint64_t n = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+    if (!text.empty() && ec == std::errc() && end == text.data() + text.size()) return n;
+  } else {
+    errors.Add("is not a number");
+    return std::nullopt;
+  }
+  errors.Add("failed to parse non-negative number");
+  return std::nullopt;
+}
+
+// A76 (gRPC's header-name rule): lower-case letters, digits, '-', '_', '.';
+// not a binary (-bin) header, whose value the picker could not hash as text.
+void CheckRequestHashHeader(const std::string& header, ValidationErrors& errors) {
+  if (header.empty()) return;  // not set: the route's hash policies decide
+  for (char c : header) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.')) {
+      errors.Add("header key \"" + header + "\" contains illegal characters not in [0-9a-z-_.]");
+      return;
+    }
+  }
+  if (header.ends_with("-bin")) errors.Add("key must not end with \"-bin\"");
+}
+
+// A52 + A42/A76: ring_hash_experimental's JSON config as gRPC C++ loads it
+// (minRingSize default 1024, maxRingSize default 4096, requestHashHeader),
+// with its error text nested under the TypedStruct's field.
+void ParseRingHashExperimentalPolicy(const google::protobuf::Struct& config, LbPolicy& policy,
+                                     ValidationErrors& errors) {
+  policy.weighted_locality = false;
+  policy.endpoint_picking = LbPolicy::EndpointPicking::kRingHash;
+  // Without xDS defaults: a JSON config's maximum is 4096 (A42).
+  policy.min_ring_size = 1024;
+  policy.max_ring_size = 4096;
+  ValidationErrors json_errors;
+  const auto& fields = config.fields();
+  for (const auto& [name, size] : {std::pair{"minRingSize", &policy.min_ring_size},
+                                   std::pair{"maxRingSize", &policy.max_ring_size}}) {
+    auto field = json_errors.Scope(std::string(".") + name);
+    auto it = fields.find(name);
+    if (it != fields.end()) {
+      if (std::optional<uint64_t> n = JsonUnsigned(it->second, json_errors)) *size = *n;
+    }
+    if (!json_errors.FieldHasErrors() && (*size == 0 || *size > LbPolicy::kMaxRingSizeLimit)) {
+      json_errors.Add("must be in the range [1, 8388608]");
+    }
+  }
+  if (policy.min_ring_size > policy.max_ring_size) {
+    json_errors.Add("maxRingSize cannot be smaller than minRingSize");
+  }
+  if (auto it = fields.find("requestHashHeader"); it != fields.end()) {
+    auto field = json_errors.Scope(".requestHashHeader");
+    if (it->second.kind_case() != google::protobuf::Value::kStringValue) {
+      json_errors.Add("is not a string");
+    } else {
+      policy.request_hash_header = it->second.string_value();
+      CheckRequestHashHeader(policy.request_hash_header, json_errors);
+    }
+  }
+  if (!json_errors.ok()) {
+    errors.Add(json_errors.Message("errors validating ring_hash LB policy config"));
+  }
+}
+
 // load_balancing_policy: the first policy of a supported type wins; types we
 // do not know are skipped (gRPC's rule). Nullopt if none is usable.
 std::optional<LbPolicy> ConvertLbPolicy(const envoy::config::cluster::v3::LoadBalancingPolicy& lb,
@@ -251,10 +331,15 @@ std::optional<LbPolicy> ConvertLbPolicy(const envoy::config::cluster::v3::LoadBa
                              errors, extension)) {
       return std::nullopt;
     }
-    // A TypedStruct names a custom policy by JSON config; gRPC C++ only takes
-    // those for policies registered by that name, and uxds has none.
-    if (extension.typed_struct.has_value()) continue;
     LbPolicy result;
+    // A TypedStruct names a custom policy by JSON config (A52); gRPC C++
+    // takes those only for policies registered by that name: of them, uxds
+    // has ring_hash_experimental (A76's way to set request_hash_header).
+    if (extension.typed_struct.has_value()) {
+      if (extension.type != kRingHashExperimentalType) continue;
+      ParseRingHashExperimentalPolicy(extension.typed_struct->value(), result, errors);
+      return result;
+    }
     if (extension.type == kRingHashType) {
       ParseRingHashPolicy(extension.serialized_value, result, errors);
       return result;

@@ -12,6 +12,9 @@ ResourceJson LbPolicyJson(const ClusterResource::LbPolicy& policy) {
     json["endpoint_picking"] = "RING_HASH";
     json["min_ring_size"] = policy.min_ring_size;
     json["max_ring_size"] = policy.max_ring_size;
+    if (!policy.request_hash_header.empty()) {
+      json["request_hash_header"] = policy.request_hash_header;
+    }
   } else {
     json["endpoint_picking"] = "ROUND_ROBIN";
   }
