@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 
 #include "lb/lb_test_util.h"
 #include "lb/ring_hash_policy.h"
@@ -195,6 +196,48 @@ TEST_F(ClusterLoadBalancerTest, RingHashSameHashSameEndpoint) {
         EXPECT_EQ(last_address_, first);
       }
     }
+  }());
+}
+
+TEST_F(ClusterLoadBalancerTest, RingHashRequestHashHeaderFromTheCluster) {
+  // A76: the Cluster's ring_hash_experimental config names the header.
+  ClusterResource cluster = RingHashCluster();
+  cluster.lb_policy.request_hash_header = "x-user";
+  lb_->Update(cluster, MakeEndpoints({{{Addr(0), Addr(1), Addr(2), Addr(3)}}}));
+  auto pick_for = [&](const std::string& user, uint64_t channel_hash) -> std::string {
+    const PickHeader headers[] = {{"x-user", user}};
+    PickArgs args;
+    args.headers = headers;
+    args.hash = channel_hash;
+    PickScope scope(lb_->picker_slot());
+    const PickResult r = scope.Pick(args);
+    if (r.kind != PickResult::Kind::kComplete) return "";
+    CallEnded(r.call_counter);
+    return r.endpoint->address;
+  };
+  loop_->BlockOn([&]() -> Task<void> {
+    // Header values spread over the ring connect every endpoint.
+    const bool all_ready = co_await WaitUntil(*loop_, [&] {
+      for (int i = 0; i < 64; ++i) pick_for("user-" + std::to_string(i), 0);
+      size_t ready = 0;
+      for (size_t b = 0; b < 4; ++b) {
+        ready += pool_->Get(backends_[b]->address())->state() == State::kReady;
+      }
+      return ready == 4;
+    });
+    CO_ASSERT_TRUE(all_ready);
+    std::set<std::string> endpoints_seen;
+    for (int i = 0; i < 64; ++i) {
+      const std::string user = "user-" + std::to_string(i);
+      const std::string first = pick_for(user, 1);
+      EXPECT_FALSE(first.empty());
+      endpoints_seen.insert(first);
+      // The header decides; the hash the channel passes does not.
+      for (uint64_t h : {2ull, 0xffffffffffffffffull, 0x8000000000000000ull}) {
+        EXPECT_EQ(pick_for(user, h), first) << user;
+      }
+    }
+    EXPECT_GT(endpoints_seen.size(), 1u);  // different users, different endpoints
   }());
 }
 
