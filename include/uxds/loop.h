@@ -136,6 +136,7 @@ class Loop {
   std::deque<std::coroutine_handle<>> ready_;
   std::mutex posted_mu_;
   std::vector<std::function<void()>> posted_;
+  bool wake_fd_closed_ = false;  // guarded by posted_mu_
   std::vector<std::unique_ptr<detail::IoOp>> orphans_;
   std::unique_ptr<TaskGroup> root_group_;
 };

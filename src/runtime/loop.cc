@@ -106,13 +106,15 @@ Loop::~Loop() {
   while (in_flight_ > 0 || !ready_.empty()) RunOnce(/*may_block=*/true);
   ReapOrphans();
   root_group_.reset();
-  {
-    std::lock_guard<std::mutex> lock(posted_mu_);
-    posted_.clear();
-  }
   io_uring_queue_exit(ring_.get());
   ring_.reset();
-  close(wake_fd_);
+  {
+    // A Post() racing with our end finishes its write first (see Post).
+    std::lock_guard<std::mutex> lock(posted_mu_);
+    posted_.clear();
+    close(wake_fd_);
+    wake_fd_closed_ = true;
+  }
   t_current_loop = previous;
 }
 
@@ -137,10 +139,13 @@ void Loop::Stop() {
 }
 
 void Loop::Post(std::function<void()> fn) {
-  {
-    std::lock_guard<std::mutex> lock(posted_mu_);
-    posted_.push_back(std::move(fn));
-  }
+  // The wake-up is written under the lock: once the loop thread has run the
+  // posted function it may leave Run() and destroy the Loop, and the
+  // destructor takes this lock before it closes wake_fd_. Written after the
+  // unlock, it could hit a closed (or reused) descriptor of a freed Loop.
+  std::lock_guard<std::mutex> lock(posted_mu_);
+  if (wake_fd_closed_) return;  // the loop is gone: nothing will run `fn`
+  posted_.push_back(std::move(fn));
   uint64_t one = 1;
   ssize_t n = write(wake_fd_, &one, sizeof one);
   (void)n;
