@@ -54,6 +54,9 @@ Event lines, written whenever something happens:
   {"event":"response_sent","stream":S,"type_url":..,"version_info":..,
    "nonce":..,"auto":bool}
   {"event":"stream_closed","stream":S,"closed_by":"server"|"peer"}
+  {"event":"violation","stream":S,"message":..}
+      a request broke a rule of the protocol (tests/peers/ads_request_checker.py);
+      written right after that request's event.
 """
 
 import argparse
@@ -74,6 +77,7 @@ from google.protobuf import json_format  # noqa: E402
 import protoload  # noqa: E402
 from peer_util import length_delimited, server_credentials  # noqa: E402
 from fake_cp_forwarder import TcpForwarder  # noqa: E402
+from ads_request_checker import RequestChecker  # noqa: E402
 
 PROTO_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "proto")
 ADS_METHOD = "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"
@@ -243,6 +247,7 @@ class ControlPlane:
         self.ignore_all = False
         self.ignored_types = set()
         self.delay_s = 0.0
+        self.checker = RequestChecker()
 
     # --- the ADS call ---
 
@@ -276,6 +281,8 @@ class ControlPlane:
             for request in request_iterator:
                 self.output.emit(request_event(stream.id, request))
                 with self.lock:
+                    for message in self.checker.check(stream.id, request):
+                        self.output.emit({"event": "violation", "stream": stream.id, "message": message})
                     stream.subscriptions[request.type_url] = list(request.resource_names)
                     self._maybe_answer(stream, request.type_url)
         except grpc.RpcError:
@@ -287,6 +294,7 @@ class ControlPlane:
         with self.lock:
             stream.open = False
             self.streams.pop(stream.id, None)
+            self.checker.stream_closed(stream.id)
         stream.outbox.put(None)
         closed_by = "server" if stream.close_status is not None else "peer"
         self.output.emit({"event": "stream_closed", "stream": stream.id, "closed_by": closed_by})
@@ -297,6 +305,8 @@ class ControlPlane:
         # Reported before it can reach the client: the event line comes
         # before that of any request answering the response.
         self.output.emit({"event": "response_sent", "stream": stream.id, **event})
+        if "type_url" in event:
+            self.checker.response_sent(stream.id, event["type_url"], event["version_info"], event["nonce"])
         stream.outbox.put(data)
 
     def _next_nonce(self):
