@@ -267,6 +267,14 @@ Task<void> XdsServerChannel::WriteRequests(Stream& stream) {
     const std::string type_url = std::move(stream.pending_types.front());
     stream.pending_types.pop_front();
     TypeState& state = types_.find(type_url)->second;
+    // Names are read now, so a name subscribed and unsubscribed while its
+    // request was queued leaves an empty list. As the first request of a type
+    // on a stream that is the legacy wildcard ("resource_names empty ... means
+    // all resources", xDS protocol), which makes a server send every Listener
+    // or Cluster it has: nothing is sent then. Later, an empty list is how
+    // the last name is unsubscribed.
+    if (state.names.empty() && !stream.requested_types.contains(type_url)) continue;
+    stream.requested_types.insert(type_url);
     // The request is built now, so it carries the current names, the last
     // accepted version and the nonce of the last response of its type.
     AdsRequest request;

@@ -72,6 +72,7 @@ class XdsServerChannel {
     std::unique_ptr<http2::ClientCall> call;
     TaskGroup* tasks = nullptr;             // reader and writer
     std::deque<std::string> pending_types;  // type URLs to send a request for
+    std::set<std::string> requested_types;  // type URLs with a request written
     Channel<bool> wake_writer;
     bool node_sent = false;
     bool seen_response = false;

@@ -223,6 +223,37 @@ TEST_F(XdsClientProtocolTest, SubscriptionChangesAndTheLastUnsubscriptionClosesT
   EXPECT_EQ(fresh->response_nonce, "");
 }
 
+// An empty resource_names list as the first request of a type is the
+// legacy wildcard (a server answers with every resource of the type), so a
+// watch started and cancelled before its request went out sends nothing;
+// unsubscribing the last name after a request was sent does send the empty
+// list.
+TEST_F(XdsClientProtocolTest, NoWildcardRequestForAWatchCancelledBeforeItsRequest) {
+  StartClient();
+  auto c1 = WatchAndReceiveCluster("c1");
+  // One loop turn: the endpoints request is queued but not yet written.
+  auto e1 = std::make_shared<EndpointsWatcher>();
+  loop_->RunSync([&] {
+    client_->WatchResource(TestEndpointsType::Get(), "e1", e1);
+    client_->CancelWatch(TestEndpointsType::Get(), "e1", e1.get());
+  });
+  // A later request on the stream: whatever was queued before it is written.
+  auto c2 = Watch(TestClusterType::Get(), "c2");
+  WaitForRequest(kClusterTypeUrl, {"c1", "c2"});
+  for (const ObservedRequest& request : cp_->AllRequests()) {
+    EXPECT_NE(request.type_url, kEndpointsTypeUrl)
+        << "names: " << ::testing::PrintToString(request.resource_names);
+  }
+  EXPECT_EQ(cp_->TakeViolations(), std::vector<std::string>{});
+
+  // Once a request of the type was sent, the last unsubscription is the
+  // empty list.
+  auto e2 = Watch(TestEndpointsType::Get(), "e2");
+  WaitForRequest(kEndpointsTypeUrl, {"e2"});
+  CancelWatch(TestEndpointsType::Get(), "e2", e2.get());
+  WaitForRequest(kEndpointsTypeUrl, {});
+}
+
 // NOTES: the accepted version survives a stream restart; the nonce does not;
 // every subscription is sent again.
 TEST_F(XdsClientProtocolTest, ANewStreamResendsSubscriptionsWithTheAcceptedVersion) {
