@@ -124,6 +124,34 @@ TEST_F(XdsClientProtocolTest, PartialNackUsesTheValidResources) {
   EXPECT_EQ(Entry(kClusterTypeUrl, "c2").state, XdsCacheState::kNacked);
 }
 
+// A second copy of a name in one response is an error of its own ("duplicate
+// resource name", as gRPC says it): the response is NACKed and the first
+// copy's verdict stands, valid or not.
+TEST_F(XdsClientProtocolTest, ASecondCopyOfANameIsNackedAndTheFirstStands) {
+  StartClient();
+  auto c1 = Watch(TestClusterType::Get(), "c1");
+  auto c2 = Watch(TestClusterType::Get(), "c2");
+  WaitForRequest(kClusterTypeUrl, {"c1", "c2"});
+  auto nack = Respond(
+      kClusterTypeUrl, "1",
+      {ClusterAny("c1", 2000), ClusterAny("c2", -1), ClusterAny("c1", -1), ClusterAny("c2", 3000)});
+  ASSERT_TRUE(nack.has_value());
+  ASSERT_TRUE(nack->error_detail.has_value());
+  const std::string& message = nack->error_detail->message;
+  EXPECT_NE(message.find("resource index 2: c1: duplicate resource name"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("resource index 3: c2: duplicate resource name"), std::string::npos)
+      << message;
+  EXPECT_EQ(nack->version_info, "1") << "c1's first copy was valid";
+  EXPECT_TRUE(NextIsCluster(*c1, "c1", 2000));
+  EXPECT_TRUE(NextIsError(*c2, StatusCode::kInvalidArgument, "connect_timeout"));
+  Flush();
+  EXPECT_TRUE(NoMoreEvents(*c1));
+  EXPECT_TRUE(NoMoreEvents(*c2));
+  EXPECT_EQ(Entry(kClusterTypeUrl, "c1").state, XdsCacheState::kAcked);
+  EXPECT_EQ(Entry(kClusterTypeUrl, "c2").state, XdsCacheState::kNacked);
+}
+
 TEST_F(XdsClientProtocolTest, ResourcesWithoutNameOrOfAnotherTypeAreOnlyNacked) {
   StartClient();
   auto c1 = Watch(TestClusterType::Get(), "c1");
