@@ -27,6 +27,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -56,6 +57,12 @@ struct XdsClientOptions {
   static constexpr double kDefaultBackoffJitter = 0.2;
   static constexpr std::chrono::milliseconds kDefaultBackoffMax{120'000};
   static constexpr std::chrono::milliseconds kDefaultConnectTimeout{20'000};
+  // gRPC's xDS clients keep gRPC's default receive limit on the ADS channel:
+  // gRPC C++ sets no GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH there
+  // (src/core/xds/grpc/xds_transport_grpc.cc sets only the keepalive time),
+  // so GRPC_DEFAULT_MAX_RECV_MESSAGE_LENGTH, 4 MiB, applies. A mesh whose
+  // full LDS or CDS response is larger must raise it.
+  static constexpr size_t kDefaultMaxAdsResponseSize = 4 << 20;
 
   std::chrono::milliseconds resource_does_not_exist_timeout = kDefaultResourceDoesNotExistTimeout;
   std::chrono::milliseconds resource_transient_error_timeout =
@@ -68,6 +75,10 @@ struct XdsClientOptions {
   // TCP connect + TLS handshake + HTTP/2 SETTINGS of a connection to an xDS
   // server.
   std::chrono::milliseconds connect_timeout = kDefaultConnectTimeout;
+  // Largest ADS response accepted, in bytes (the gRPC message, before
+  // decoding). A larger one ends the stream (RESOURCE_EXHAUSTED) without
+  // resetting the reconnection backoff.
+  size_t max_ads_response_size = kDefaultMaxAdsResponseSize;
 
   // Node.user_agent_name / user_agent_version sent to the servers.
   std::string user_agent_name = "uxds";

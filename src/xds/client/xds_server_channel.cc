@@ -176,6 +176,7 @@ Task<StatusOr<std::unique_ptr<http2::ClientConnection>>> XdsServerChannel::Conne
   http2::ClientConnectionOptions options;
   options.authority = target.authority;
   options.connect_timeout = env_.options.connect_timeout;
+  options.max_receive_message_size = env_.options.max_ads_response_size;
   const XdsChannelCredentials& credentials = server_.config.channel_credentials;
   if (credentials.type == XdsChannelCredentials::kTls) {
     if (tls_context_ == nullptr) {
@@ -233,7 +234,7 @@ Task<bool> XdsServerChannel::RunStream(CancelState* cancel) {
   tasks.Spawn(WriteRequests(stream));
   co_await tasks.Join();
   stream_ = nullptr;
-  co_return stream.seen_response;
+  co_return stream.seen_response && !stream.resource_exhausted;
 }
 
 Task<void> XdsServerChannel::ReadResponses(Stream& stream) {
@@ -244,6 +245,11 @@ Task<void> XdsServerChannel::ReadResponses(Stream& stream) {
   }
   const Status status = co_await stream.call->Finish();
   stream.ended = true;
+  // A response over max_ads_response_size (or a server that says it is out
+  // of resources) would be met again on the next stream: the backoff must
+  // keep growing even though the stream had responses, or the client would
+  // reconnect and download it again every initial delay.
+  if (status.code() == StatusCode::kResourceExhausted) stream.resource_exhausted = true;
   // A57: timers run only while the stream is up; the next stream restarts
   // them, with their full duration, once it has sent the subscriptions.
   env_.cache.StopResourceTimers(server_);

@@ -340,6 +340,59 @@ TEST_F(XdsClientProtocolTest, StreamRetriesBackOffExponentiallyAndResetAfterARes
       << "backoff was not reset by the response";
 }
 
+// A response over the receive limit (4 MiB by default, as gRPC) ends the
+// stream, and although the stream had responses the backoff is not reset:
+// a server that keeps sending it must not get a reconnection every initial
+// delay. Lower bounds on the delays only.
+TEST_F(XdsClientProtocolTest, AnOversizedResponseEndsTheStreamWithoutResettingBackoff) {
+  XdsClientOptions options = TestOptions();
+  options.backoff_initial = milliseconds(100);
+  options.backoff_multiplier = 3;
+  options.backoff_jitter = 0;
+  options.backoff_max = milliseconds(60'000);
+  StartClient(BootstrapFeatures{}, options);
+  auto c1 = Watch(TestClusterType::Get(), "c1");
+  const std::string oversized(XdsClientOptions::kDefaultMaxAdsResponseSize + 1, 'x');
+  ASSERT_TRUE(cp_->WaitForStreamOpened(kWait).has_value());
+  for (milliseconds delay : {milliseconds(100), milliseconds(300), milliseconds(900)}) {
+    auto request = WaitForRequest(kClusterTypeUrl, {"c1"});
+    ASSERT_TRUE(request.has_value());
+    Respond(kClusterTypeUrl, "1", {ClusterAny("c1")});
+    const auto sent_at = Clock::now();
+    ASSERT_TRUE(cp_->SendRawMessage(oversized, request->stream));
+    ASSERT_TRUE(cp_->WaitForStreamClosed(kWait, request->stream).has_value());
+    ASSERT_TRUE(cp_->WaitForStreamOpened(kWait).has_value());
+    EXPECT_GE(Clock::now() - sent_at, delay - milliseconds(5));
+  }
+  EXPECT_TRUE(NextIsCluster(*c1, "c1"));
+  EXPECT_TRUE(Entry(kClusterTypeUrl, "c1").has_resource);
+}
+
+// XdsClientOptions::max_ads_response_size bounds every ADS response.
+TEST_F(XdsClientProtocolTest, TheReceiveLimitIsAnOption) {
+  XdsClientOptions options = TestOptions();
+  options.max_ads_response_size = 4096;
+  StartClient(BootstrapFeatures{}, options);
+  auto c1 = Watch(TestClusterType::Get(), "c1");
+  auto request = WaitForRequest(kClusterTypeUrl, {"c1"});
+  ASSERT_TRUE(request.has_value());
+  ASSERT_TRUE(cp_->SendRawMessage(std::string(4097, 'x'), request->stream));
+  EXPECT_TRUE(cp_->WaitForStreamClosed(kWait, request->stream).has_value());
+  EXPECT_TRUE(NextIsError(*c1, StatusCode::kUnavailable,
+                          "xDS call failed with no responses received; status: "
+                          "RESOURCE_EXHAUSTED: received message larger than max"));
+  // Up to the limit is fine.
+  auto again = WaitForRequest(kClusterTypeUrl, {"c1"});
+  ASSERT_TRUE(again.has_value());
+  ScriptedResponse response;
+  response.stream = again->stream;
+  response.type_url = kClusterTypeUrl;
+  response.version_info = "1";
+  response.resources = {ClusterAny("c1")};
+  WaitForAnswerTo(cp_->SendResponse(response));
+  EXPECT_TRUE(NextIsCluster(*c1, "c1"));
+}
+
 // A47: an xdstp:// name is fetched from its authority's servers (or the
 // top-level ones when it lists none), any other name from the top-level
 // servers; a response from one server does not touch another's resources.
