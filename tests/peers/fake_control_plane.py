@@ -31,6 +31,8 @@ stream id, or absent for the most recently opened stream still open):
   {"cmd":"close_stream","stream":S,"code":14,"message":".."}
   {"cmd":"close_all_streams","code":14,"message":".."}
   {"cmd":"stop_listening"}  {"cmd":"start_listening"}  {"cmd":"drop_connections"}
+  {"cmd":"freeze_connections"}  established connections stay open but relay
+      nothing more, either way (a hung peer); new ones are not affected
   {"cmd":"set_resources","type_url":T,"version_info":V,
    "resources":{"name":R,...},"resource_errors":[...],"wrap_in_resource":false}
       Answer requests of type T from this store from now on: every request
@@ -464,7 +466,12 @@ class Server:
     def __init__(self, args, output):
         self.output = output
         self.control_plane = ControlPlane(output)
-        self.grpc_server = grpc.server(futures.ThreadPoolExecutor(max_workers=MAX_STREAMS))
+        self.grpc_server = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=MAX_STREAMS),
+            # Clients under test may send keepalive PINGs as often as they
+            # like: no GOAWAY "too_many_pings".
+            options=[("grpc.http2.max_ping_strikes", 0)],
+        )
         handler = grpc.stream_stream_rpc_method_handler(
             self.control_plane.stream_aggregated_resources,
             request_deserializer=discovery_pb2.DiscoveryRequest.FromString,
@@ -510,6 +517,8 @@ class Server:
                 self.forwarder.start_listening()
             elif name == "drop_connections":
                 reply["connections"] = self.forwarder.drop_connections()
+            elif name == "freeze_connections":
+                reply["connections"] = self.forwarder.freeze_connections()
             else:
                 method = getattr(self.control_plane, "cmd_" + name, None)
                 if method is None:

@@ -406,6 +406,10 @@ bool FakeControlPlane::DropAllConnections() {
   return Command(R"({"cmd":"drop_connections"})").has_value();
 }
 
+bool FakeControlPlane::FreezeConnections() {
+  return Command(R"({"cmd":"freeze_connections"})").has_value();
+}
+
 bool FakeControlPlane::SetResources(const std::string& type_url,
                                     const std::map<std::string, ResponseResource>& resources,
                                     const std::string& version,

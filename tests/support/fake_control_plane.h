@@ -213,6 +213,10 @@ class FakeControlPlane {
   // client sees when the control plane crashes. Combine with StopListening()
   // to keep it down.
   bool DropAllConnections();
+  // Established connections stay open but carry nothing more, either way: a
+  // control plane that hangs, or a path that silently drops everything.
+  // New connections are relayed as usual.
+  bool FreezeConnections();
 
   // Automatic answers (see the top of the file). An empty map is a valid
   // state (every name of this type reads as absent). resource_errors are

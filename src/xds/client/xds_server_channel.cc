@@ -176,6 +176,8 @@ Task<StatusOr<std::unique_ptr<http2::ClientConnection>>> XdsServerChannel::Conne
   http2::ClientConnectionOptions options;
   options.authority = target.authority;
   options.connect_timeout = env_.options.connect_timeout;
+  options.keepalive_time = env_.options.keepalive_time;
+  options.keepalive_timeout = env_.options.keepalive_timeout;
   options.max_receive_message_size = env_.options.max_ads_response_size;
   const XdsChannelCredentials& credentials = server_.config.channel_credentials;
   if (credentials.type == XdsChannelCredentials::kTls) {

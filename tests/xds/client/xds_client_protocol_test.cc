@@ -393,6 +393,37 @@ TEST_F(XdsClientProtocolTest, TheReceiveLimitIsAnOption) {
   EXPECT_TRUE(NextIsCluster(*c1, "c1"));
 }
 
+// A connection that stays open but carries nothing more (a hung control
+// plane, a path that silently drops everything) is found by keepalive PINGs
+// and closed: the stream ends (A57) and, the server being unreachable, the
+// watchers get the channel's error as an ambient error. Times shortened.
+TEST_F(XdsClientProtocolTest, KeepaliveEndsAStreamOnAConnectionThatNoLongerAnswers) {
+  XdsClientOptions options = TestOptions();
+  options.keepalive_time = milliseconds(200);
+  options.keepalive_timeout = milliseconds(200);
+  StartClient(BootstrapFeatures{}, options);
+  auto c1 = WatchAndReceiveCluster("c1");
+  const std::vector<int64_t> streams = cp_->OpenStreams();
+  ASSERT_EQ(streams.size(), 1u);
+  ASSERT_TRUE(cp_->StopListening());
+  ASSERT_TRUE(cp_->FreezeConnections());
+  EXPECT_TRUE(NextIsAmbient(*c1, StatusCode::kUnavailable,
+                            "xDS channel for server " + cp_->target() + ": connection failed: "));
+  EXPECT_TRUE(Entry(kClusterTypeUrl, "c1").has_resource);
+  // Reachable again: a new stream, and the error is cleared.
+  ASSERT_TRUE(cp_->RestartListening());
+  auto resent = WaitForRequest(kClusterTypeUrl, {"c1"});
+  ASSERT_TRUE(resent.has_value());
+  EXPECT_NE(resent->stream, streams.front());
+  Respond(kClusterTypeUrl, "1", {ClusterAny("c1")});
+  for (;;) {
+    auto event = c1->Next();
+    ASSERT_TRUE(event.has_value());
+    ASSERT_EQ(event->kind, ClusterWatcher::Event::Kind::kAmbient) << event->ToString();
+    if (event->status.ok()) break;
+  }
+}
+
 // A47: an xdstp:// name is fetched from its authority's servers (or the
 // top-level ones when it lists none), any other name from the top-level
 // servers; a response from one server does not touch another's resources.
