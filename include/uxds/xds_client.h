@@ -27,6 +27,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -56,6 +57,18 @@ struct XdsClientOptions {
   static constexpr double kDefaultBackoffJitter = 0.2;
   static constexpr std::chrono::milliseconds kDefaultBackoffMax{120'000};
   static constexpr std::chrono::milliseconds kDefaultConnectTimeout{20'000};
+  // What gRPC's xDS clients use on their ADS connection: gRPC C++ sets
+  // GRPC_ARG_KEEPALIVE_TIME_MS to 5 minutes on the xDS channel
+  // (src/core/xds/grpc/xds_transport_grpc.cc) and keeps the 20 s default
+  // keepalive timeout; gRPC servers accept PINGs that often by default.
+  static constexpr std::chrono::milliseconds kDefaultKeepaliveTime{300'000};
+  static constexpr std::chrono::milliseconds kDefaultKeepaliveTimeout{20'000};
+  // gRPC's xDS clients keep gRPC's default receive limit on the ADS channel:
+  // gRPC C++ sets no GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH there
+  // (src/core/xds/grpc/xds_transport_grpc.cc sets only the keepalive time),
+  // so GRPC_DEFAULT_MAX_RECV_MESSAGE_LENGTH, 4 MiB, applies. A mesh whose
+  // full LDS or CDS response is larger must raise it.
+  static constexpr size_t kDefaultMaxAdsResponseSize = 4 << 20;
 
   std::chrono::milliseconds resource_does_not_exist_timeout = kDefaultResourceDoesNotExistTimeout;
   std::chrono::milliseconds resource_transient_error_timeout =
@@ -68,6 +81,16 @@ struct XdsClientOptions {
   // TCP connect + TLS handshake + HTTP/2 SETTINGS of a connection to an xDS
   // server.
   std::chrono::milliseconds connect_timeout = kDefaultConnectTimeout;
+  // HTTP/2 PING on the ADS connection every keepalive_time (0: never); one
+  // not acknowledged within keepalive_timeout closes the connection, so a
+  // control plane that hangs or a path that silently drops everything
+  // (a half-open connection) ends the stream like any other failure (A57).
+  std::chrono::milliseconds keepalive_time = kDefaultKeepaliveTime;
+  std::chrono::milliseconds keepalive_timeout = kDefaultKeepaliveTimeout;
+  // Largest ADS response accepted, in bytes (the gRPC message, before
+  // decoding). A larger one ends the stream (RESOURCE_EXHAUSTED) without
+  // resetting the reconnection backoff.
+  size_t max_ads_response_size = kDefaultMaxAdsResponseSize;
 
   // Node.user_agent_name / user_agent_version sent to the servers.
   std::string user_agent_name = "uxds";

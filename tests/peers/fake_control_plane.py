@@ -31,6 +31,8 @@ stream id, or absent for the most recently opened stream still open):
   {"cmd":"close_stream","stream":S,"code":14,"message":".."}
   {"cmd":"close_all_streams","code":14,"message":".."}
   {"cmd":"stop_listening"}  {"cmd":"start_listening"}  {"cmd":"drop_connections"}
+  {"cmd":"freeze_connections"}  established connections stay open but relay
+      nothing more, either way (a hung peer); new ones are not affected
   {"cmd":"set_resources","type_url":T,"version_info":V,
    "resources":{"name":R,...},"resource_errors":[...],"wrap_in_resource":false}
       Answer requests of type T from this store from now on: every request
@@ -54,6 +56,9 @@ Event lines, written whenever something happens:
   {"event":"response_sent","stream":S,"type_url":..,"version_info":..,
    "nonce":..,"auto":bool}
   {"event":"stream_closed","stream":S,"closed_by":"server"|"peer"}
+  {"event":"violation","stream":S,"message":..}
+      a request broke a rule of the protocol (tests/peers/ads_request_checker.py);
+      written right after that request's event.
 """
 
 import argparse
@@ -74,6 +79,7 @@ from google.protobuf import json_format  # noqa: E402
 import protoload  # noqa: E402
 from peer_util import length_delimited, server_credentials  # noqa: E402
 from fake_cp_forwarder import TcpForwarder  # noqa: E402
+from ads_request_checker import RequestChecker  # noqa: E402
 
 PROTO_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "proto")
 ADS_METHOD = "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"
@@ -243,6 +249,7 @@ class ControlPlane:
         self.ignore_all = False
         self.ignored_types = set()
         self.delay_s = 0.0
+        self.checker = RequestChecker()
 
     # --- the ADS call ---
 
@@ -276,6 +283,8 @@ class ControlPlane:
             for request in request_iterator:
                 self.output.emit(request_event(stream.id, request))
                 with self.lock:
+                    for message in self.checker.check(stream.id, request):
+                        self.output.emit({"event": "violation", "stream": stream.id, "message": message})
                     stream.subscriptions[request.type_url] = list(request.resource_names)
                     self._maybe_answer(stream, request.type_url)
         except grpc.RpcError:
@@ -287,6 +296,7 @@ class ControlPlane:
         with self.lock:
             stream.open = False
             self.streams.pop(stream.id, None)
+            self.checker.stream_closed(stream.id)
         stream.outbox.put(None)
         closed_by = "server" if stream.close_status is not None else "peer"
         self.output.emit({"event": "stream_closed", "stream": stream.id, "closed_by": closed_by})
@@ -297,6 +307,8 @@ class ControlPlane:
         # Reported before it can reach the client: the event line comes
         # before that of any request answering the response.
         self.output.emit({"event": "response_sent", "stream": stream.id, **event})
+        if "type_url" in event:
+            self.checker.response_sent(stream.id, event["type_url"], event["version_info"], event["nonce"])
         stream.outbox.put(data)
 
     def _next_nonce(self):
@@ -454,7 +466,12 @@ class Server:
     def __init__(self, args, output):
         self.output = output
         self.control_plane = ControlPlane(output)
-        self.grpc_server = grpc.server(futures.ThreadPoolExecutor(max_workers=MAX_STREAMS))
+        self.grpc_server = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=MAX_STREAMS),
+            # Clients under test may send keepalive PINGs as often as they
+            # like: no GOAWAY "too_many_pings".
+            options=[("grpc.http2.max_ping_strikes", 0)],
+        )
         handler = grpc.stream_stream_rpc_method_handler(
             self.control_plane.stream_aggregated_resources,
             request_deserializer=discovery_pb2.DiscoveryRequest.FromString,
@@ -500,6 +517,8 @@ class Server:
                 self.forwarder.start_listening()
             elif name == "drop_connections":
                 reply["connections"] = self.forwarder.drop_connections()
+            elif name == "freeze_connections":
+                reply["connections"] = self.forwarder.freeze_connections()
             else:
                 method = getattr(self.control_plane, "cmd_" + name, None)
                 if method is None:

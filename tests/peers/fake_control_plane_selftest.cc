@@ -108,7 +108,11 @@ class AdsClient {
 class FakeControlPlaneTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    cp_ = FakeControlPlane::Start();
+    // These tests send whatever requests exercise the control plane; the
+    // protocol checker is tested on its own below.
+    FakeControlPlaneOptions options;
+    options.fail_on_request_violations = false;
+    cp_ = FakeControlPlane::Start(options);
     ASSERT_NE(cp_, nullptr);
     client_ = AdsClient::Start(cp_->target());
     ASSERT_NE(client_, nullptr);
@@ -430,12 +434,75 @@ TEST_F(FakeControlPlaneTest, StopListeningDropConnectionsAndRestart) {
   EXPECT_EQ(request->stream, *again);
 }
 
+// Each rule of tests/peers/ads_request_checker.py is reported, and only
+// when broken.
+TEST_F(FakeControlPlaneTest, RequestsBreakingTheProtocolAreReported) {
+  const json node = {{"id", "node-1"}};
+  int64_t stream = OpenStream();
+  // A correct exchange: no violation.
+  client_->Request({{"type_url", kTypeA}, {"resource_names", {"l1"}}, {"node", node}});
+  ASSERT_TRUE(cp_->NextRequest(kWait).has_value());
+  ScriptedResponse response;
+  response.stream = stream;
+  response.type_url = kTypeA;
+  response.version_info = "v1";
+  const std::string nonce = cp_->SendResponse(response);
+  ASSERT_EQ(client_->NextEvent().value("nonce", ""), nonce);
+  client_->Request({{"type_url", kTypeA},
+                    {"resource_names", {"l1", "l2"}},
+                    {"version_info", "v1"},
+                    {"response_nonce", nonce}});
+  // Unsubscribing the last name later is allowed: only a type's first
+  // request must name resources.
+  client_->Request({{"type_url", kTypeA}, {"version_info", "v1"}, {"response_nonce", nonce}});
+  ASSERT_TRUE(cp_->NextRequest(kWait).has_value());
+  ASSERT_TRUE(cp_->NextRequest(kWait).has_value());
+  EXPECT_EQ(cp_->TakeViolations(), std::vector<std::string>{});
+
+  // Node again, wildcard first request of a type, repeated and empty names,
+  // a nonce of another type, a version never sent.
+  client_->Request({{"type_url", kTypeB}, {"node", node}});
+  client_->Request({{"type_url", kTypeA}, {"resource_names", {"l1", "l1", ""}}});
+  client_->Request({{"type_url", kTypeB},
+                    {"resource_names", {"c1"}},
+                    {"response_nonce", nonce},
+                    {"version_info", "v9"}});
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(cp_->NextRequest(kWait).has_value());
+  const std::string b = "stream " + std::to_string(stream) + ", " + kTypeB + ": ";
+  const std::string a = "stream " + std::to_string(stream) + ", " + kTypeA + ": ";
+  EXPECT_EQ(cp_->TakeViolations(),
+            (std::vector<std::string>{
+                b + "a node in a request that is not the first of the stream",
+                b + "the first request of the type has no resource names (wildcard)",
+                a + "an empty resource name",
+                a + "repeated resource names ['l1', 'l1', '']",
+                b + "response_nonce '" + nonce + "' was not sent for this type on this stream",
+                b + "version_info 'v9' was never sent for this type",
+            }));
+
+  // A new stream: its first request needs the node, and nonces of the old
+  // stream are not echoed.
+  int64_t second = OpenStream();
+  client_->Request({{"type_url", kTypeA},
+                    {"resource_names", {"l1"}},
+                    {"version_info", "v1"},
+                    {"response_nonce", nonce}});
+  ASSERT_TRUE(cp_->NextRequest(kWait).has_value());
+  const std::string s2 = "stream " + std::to_string(second) + ", " + kTypeA + ": ";
+  EXPECT_EQ(cp_->TakeViolations(),
+            (std::vector<std::string>{
+                s2 + "the first request of the stream has no node",
+                s2 + "response_nonce '" + nonce + "' was not sent for this type on this stream",
+            }));
+}
+
 TEST(FakeControlPlaneTls, ServesTlsAndMutualTls) {
   TempDir dir;
   TestCertificates certs = MakeTestCertificates(dir.path());
   for (bool mutual : {false, true}) {
     SCOPED_TRACE(mutual ? "mutual TLS" : "TLS");
     FakeControlPlaneOptions options;
+    options.fail_on_request_violations = false;
     options.tls_cert_file = certs.server_cert;
     options.tls_key_file = certs.server_key;
     std::vector<std::string> client_args = {"--ca", certs.ca_cert};

@@ -5,7 +5,10 @@ connection without first sending GOAWAY / RST_STREAM. Clients of the fake
 control plane therefore connect here; each connection is relayed byte for
 byte (TLS included, it is end to end) to the grpcio server on another
 loopback port. Closing the listening socket refuses new connections;
-dropping a connection closes both of its sockets at once.
+dropping a connection closes both of its sockets at once; freezing the
+connections stops relaying their bytes while both sockets stay open (a
+peer that hangs, or a path that silently loses everything: a half-open
+connection).
 """
 
 import socket
@@ -25,6 +28,7 @@ class _Relay:
         self._lock = threading.Lock()
         self._pumps_running = 2
         self._stopping = False
+        self._frozen = False
 
     def start(self):
         for source, sink, name in ((self.client, self.backend, "up"), (self.backend, self.client, "down")):
@@ -36,6 +40,8 @@ class _Relay:
                 data = source.recv(RELAY_CHUNK)
                 if not data:
                     break
+                if self._frozen:
+                    continue  # lost on the way, the connection stays up
                 sink.sendall(data)
         except OSError:
             pass
@@ -52,6 +58,9 @@ class _Relay:
             self.client.close()
             self.backend.close()
             self._on_done(self)
+
+    def freeze(self):
+        self._frozen = True
 
     def stop(self, abort):
         with self._lock:
@@ -116,6 +125,13 @@ class TcpForwarder:
             relays = list(self._relays)
         for relay in relays:
             relay.stop(abort=True)
+        return len(relays)
+
+    def freeze_connections(self):
+        with self._lock:
+            relays = list(self._relays)
+        for relay in relays:
+            relay.freeze()
         return len(relays)
 
     def _accept_loop(self, listener):

@@ -238,13 +238,29 @@ std::unique_ptr<FakeControlPlane> FakeControlPlane::Start(const FakeControlPlane
     return nullptr;
   }
   return std::unique_ptr<FakeControlPlane>(
-      new FakeControlPlane(std::move(*peer), static_cast<uint16_t>(std::stoi(*port))));
+      new FakeControlPlane(std::move(*peer), static_cast<uint16_t>(std::stoi(*port)),
+                           options.fail_on_request_violations));
 }
 
-FakeControlPlane::FakeControlPlane(CommandedSubprocess peer, uint16_t port)
-    : peer_(std::move(peer)), port_(port) {}
+FakeControlPlane::FakeControlPlane(CommandedSubprocess peer, uint16_t port,
+                                   bool fail_on_request_violations)
+    : peer_(std::move(peer)),
+      port_(port),
+      fail_on_request_violations_(fail_on_request_violations) {}
 
-FakeControlPlane::~FakeControlPlane() = default;
+FakeControlPlane::~FakeControlPlane() {
+  if (!fail_on_request_violations_) return;
+  for (const std::string& violation : TakeViolations()) {
+    ADD_FAILURE() << "the client broke the ADS protocol: " << violation;
+  }
+}
+
+std::vector<std::string> FakeControlPlane::TakeViolations() {
+  // A reply follows every event the control plane wrote before it, and a
+  // request's violations are written with the request.
+  if (!output_closed_) SendCommand(R"({"cmd":"ping"})");
+  return std::exchange(violations_, {});
+}
 
 FakeControlPlane::LineKind FakeControlPlane::ReadLineAndDispatch(milliseconds timeout,
                                                                  std::string* reply) {
@@ -281,6 +297,8 @@ FakeControlPlane::LineKind FakeControlPlane::ReadLineAndDispatch(milliseconds ti
     pending_opened_.push_back(index);
   } else if (event.kind == "stream_closed") {
     pending_closed_.push_back(index);
+  } else if (event.kind == "violation") {
+    violations_.push_back(StringField(parsed, "message"));
   }
   events_.push_back(std::move(event));
   return LineKind::kEvent;
@@ -386,6 +404,10 @@ bool FakeControlPlane::RestartListening() {
 
 bool FakeControlPlane::DropAllConnections() {
   return Command(R"({"cmd":"drop_connections"})").has_value();
+}
+
+bool FakeControlPlane::FreezeConnections() {
+  return Command(R"({"cmd":"freeze_connections"})").has_value();
 }
 
 bool FakeControlPlane::SetResources(const std::string& type_url,

@@ -24,6 +24,13 @@
 //
 // Every request, stream open and stream close is recorded as an event; the
 // Wait / Next methods read them with a timeout (generous upper bounds only).
+//
+// The control plane checks every request against the protocol's rules
+// (tests/peers/ads_request_checker.py: node only first, no wildcard as the
+// first request of a type, nonce and version echo what was sent, no
+// repeated names). A violation fails the test when the FakeControlPlane is
+// destroyed, so no test can pass while the client breaks one; a test that
+// sends bad requests on purpose reads them with TakeViolations().
 // Command methods fail the current test (ADD_FAILURE) when the control plane
 // rejects the command, and return false / an empty nonce then.
 //
@@ -83,6 +90,9 @@ struct FakeControlPlaneOptions {
   // PEM file; set (with TLS): require and verify client certificates.
   std::string client_ca_file;
   std::chrono::milliseconds start_timeout = std::chrono::seconds(60);
+  // Fail the test, when destroyed, for each request that broke a rule and
+  // was not taken by TakeViolations().
+  bool fail_on_request_violations = true;
 };
 
 // One entry of DiscoveryResponse.resources.
@@ -203,6 +213,10 @@ class FakeControlPlane {
   // client sees when the control plane crashes. Combine with StopListening()
   // to keep it down.
   bool DropAllConnections();
+  // Established connections stay open but carry nothing more, either way: a
+  // control plane that hangs, or a path that silently drops everything.
+  // New connections are relayed as usual.
+  bool FreezeConnections();
 
   // Automatic answers (see the top of the file). An empty map is a valid
   // state (every name of this type reads as absent). resource_errors are
@@ -246,9 +260,13 @@ class FakeControlPlane {
   const std::vector<ObservedEvent>& events();
   // Requests seen so far (returned by NextRequest or not), in order.
   std::vector<ObservedRequest> AllRequests();
+  // The rule violations reported for every request received so far (the
+  // control plane is asked first, so none is still on its way); they no
+  // longer fail the test.
+  std::vector<std::string> TakeViolations();
 
  private:
-  FakeControlPlane(CommandedSubprocess peer, uint16_t port);
+  FakeControlPlane(CommandedSubprocess peer, uint16_t port, bool fail_on_request_violations);
 
   enum class LineKind { kTimeout, kClosed, kEvent, kReply };
   // Reads one stdout line within `timeout`: an event is recorded and queued,
@@ -273,6 +291,8 @@ class FakeControlPlane {
   bool output_closed_ = false;
   int64_t next_command_id_ = 1;
   std::vector<ObservedEvent> events_;
+  bool fail_on_request_violations_;
+  std::vector<std::string> violations_;  // not yet taken
   // Indices into events_ of events not yet returned by the Next/Wait methods.
   std::vector<size_t> pending_requests_;
   std::vector<size_t> pending_opened_;

@@ -45,6 +45,8 @@ AdsResponseOutcome ApplyAdsResponse(const discovery::DiscoveryResponse& response
   // Names this response speaks about (valid, invalid or TP3 error): not
   // deleted.
   std::set<std::string, std::less<>> seen;
+  // Every name of `resources`, subscribed or not.
+  std::set<std::string, std::less<>> names_in_response;
   auto subscribed_entry = [&](const XdsResourceName& name) -> XdsCacheEntry* {
     XdsCacheEntry* entry = cache.Find(type, name.key);
     // A47: a name whose authority uses another server is not ours to update.
@@ -98,13 +100,20 @@ AdsResponseOutcome ApplyAdsResponse(const discovery::DiscoveryResponse& response
       name = *decoded.name;
       prefix += name + ": ";
     }
+    StatusOr<XdsResourceName> parsed = ParseXdsResourceName(name, type);
+    // A name twice in one response: the second copy is an error of its own
+    // (gRPC's "duplicate resource name") and the first copy's verdict stands.
+    if (!names_in_response.insert(parsed.ok() ? parsed->key : name).second) {
+      outcome.errors.push_back(prefix + "duplicate resource name");
+      ++outcome.invalid_resources;
+      continue;
+    }
     if (!decoded.resource.ok()) {
       outcome.errors.push_back(prefix + decoded.resource.status().message());
       ++outcome.invalid_resources;
     } else {
       ++outcome.valid_resources;
     }
-    StatusOr<XdsResourceName> parsed = ParseXdsResourceName(name, type);
     if (!parsed.ok()) {
       if (decoded.resource.ok()) {
         outcome.errors.push_back(prefix + parsed.status().message());

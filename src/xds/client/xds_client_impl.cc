@@ -41,11 +41,13 @@ Task<void> XdsClientImpl::Shutdown() {
   }
 }
 
-void XdsClientImpl::FailWatch(std::shared_ptr<XdsResourceWatcherInterface> watcher, Status error) {
+void XdsClientImpl::FailWatch(const XdsResourceType& type, std::string_view name,
+                              std::shared_ptr<XdsResourceWatcherInterface> watcher, Status error) {
+  std::erase_if(failed_watches_, [](const FailedWatch& f) { return f.registration.expired(); });
   auto registration = std::make_shared<WatcherRegistration>();
   registration->watcher = std::move(watcher);
   notifications_.ResourceChanged(registration, error);
-  failed_watches_.push_back(std::move(registration));
+  failed_watches_.push_back({&type, std::string(name), registration});
 }
 
 XdsServerChannel& XdsClientImpl::GetOrCreateChannel(XdsServerState& server) {
@@ -64,14 +66,14 @@ void XdsClientImpl::WatchResource(const XdsResourceType& type, std::string_view 
   if (shut_down_) return;
   auto [type_it, new_type] = types_.try_emplace(std::string(type.type_url()), &type);
   if (type_it->second != &type) {
-    FailWatch(std::move(watcher),
+    FailWatch(type, name, std::move(watcher),
               InvalidArgumentError("resource type " + std::string(type.type_url()) +
                                    " is already watched through another XdsResourceType"));
     return;
   }
   StatusOr<XdsResourceName> parsed = ParseXdsResourceName(name, type);
   if (!parsed.ok()) {
-    FailWatch(std::move(watcher), parsed.status());
+    FailWatch(type, name, std::move(watcher), parsed.status());
     return;
   }
   // A47: an xdstp:// name uses its authority's servers, or the top-level ones
@@ -81,14 +83,15 @@ void XdsClientImpl::WatchResource(const XdsResourceType& type, std::string_view 
     const XdsAuthority* authority = bootstrap_.FindAuthority(parsed->authority);
     if (authority == nullptr) {
       // gRPC C++ reports this as FAILED_PRECONDITION too.
-      FailWatch(std::move(watcher), FailedPreconditionError("authority \"" + parsed->authority +
-                                                            "\" not present in bootstrap config"));
+      FailWatch(type, name, std::move(watcher),
+                FailedPreconditionError("authority \"" + parsed->authority +
+                                        "\" not present in bootstrap config"));
       return;
     }
     if (!authority->xds_servers.empty()) servers = &authority->xds_servers;
   }
   if (servers->empty()) {
-    FailWatch(std::move(watcher),
+    FailWatch(type, name, std::move(watcher),
               FailedPreconditionError("no xDS servers for resource " + parsed->key));
     return;
   }
@@ -106,10 +109,15 @@ void XdsClientImpl::WatchResource(const XdsResourceType& type, std::string_view 
 void XdsClientImpl::CancelWatch(const XdsResourceType& type, std::string_view name,
                                 const XdsResourceWatcherInterface* watcher) {
   assert(loop_.InLoopThread());
-  auto failed = std::find_if(failed_watches_.begin(), failed_watches_.end(),
-                             [&](const auto& r) { return r->watcher.get() == watcher; });
+  // The header promises to stop exactly the watch named: a watcher object
+  // may hold a failed watch and valid ones at once.
+  auto failed = std::find_if(failed_watches_.begin(), failed_watches_.end(), [&](const auto& f) {
+    const std::shared_ptr<WatcherRegistration> registration = f.registration.lock();
+    return registration != nullptr && registration->watcher.get() == watcher && f.type == &type &&
+           f.name == name;
+  });
   if (failed != failed_watches_.end()) {
-    (*failed)->cancelled = true;
+    failed->registration.lock()->cancelled = true;
     failed_watches_.erase(failed);
     return;
   }

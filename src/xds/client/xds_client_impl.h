@@ -46,8 +46,18 @@ class XdsClientImpl {
   const envoy::config::core::v3::Node& node() const { return node_; }
 
  private:
-  // Reports a watch that subscribes nothing (invalid name, unknown authority).
-  void FailWatch(std::shared_ptr<XdsResourceWatcherInterface> watcher, Status error);
+  // A watch that subscribes nothing (invalid name, unknown authority): its
+  // one notification is all there is of it.
+  struct FailedWatch {
+    const XdsResourceType* type;
+    std::string name;  // as given to WatchResource()
+    // Held by the queued notification only: once that is delivered (or
+    // dropped) nothing is left to cancel, so failed watches never pile up
+    // when callers do not cancel them.
+    std::weak_ptr<WatcherRegistration> registration;
+  };
+  void FailWatch(const XdsResourceType& type, std::string_view name,
+                 std::shared_ptr<XdsResourceWatcherInterface> watcher, Status error);
   XdsServerChannel& GetOrCreateChannel(XdsServerState& server);
 
   Loop& loop_;
@@ -59,8 +69,9 @@ class XdsClientImpl {
   // Resource types watched so far, by type URL: one type object per URL.
   std::map<std::string, const XdsResourceType*, std::less<>> types_;
   std::map<std::string, std::unique_ptr<XdsServerChannel>, std::less<>> channels_;  // by Key()
-  // Watches that failed at once; CancelWatch() must still silence them.
-  std::vector<std::shared_ptr<WatcherRegistration>> failed_watches_;
+  // Watches that failed at once, until their notification is delivered;
+  // CancelWatch() must still silence them before that.
+  std::vector<FailedWatch> failed_watches_;
   TaskGroup tasks_;  // the channels' Run() and the notification delivery
   bool shut_down_ = false;
 };

@@ -302,7 +302,19 @@ void XdsResourceCache::OnServerResponding(XdsServerState& server) {
   server.connected = true;
   if (server.channel_error.ok()) return;
   server.channel_error = Status();
-  ForEachEntryOf(server, [&](XdsCacheEntry& entry) { RefreshAmbientError(entry); });
+  ForEachEntryOf(server, [&](XdsCacheEntry& entry) {
+    if (entry.resource != nullptr) {
+      RefreshAmbientError(entry);
+      return;
+    }
+    // The failure was given as OnResourceChanged(UNAVAILABLE), replacing the
+    // entry's data error (DOES_NOT_EXIST, NACKED, RECEIVED_ERROR, TIMEOUT) for
+    // its watchers while CSDS still shows that error. NOTES "Clearing errors":
+    // "Never leave a watcher believing an error stands that the cache no
+    // longer holds": the cache's error is theirs again. A REQUESTED entry has
+    // none to give; its resource or its timer ends the wait.
+    if (!entry.error.ok()) NotifyError(entry, entry.error);
+  });
 }
 
 void XdsResourceCache::CountResourceUpdates(XdsServerState& server, std::string_view type_name,

@@ -138,7 +138,8 @@ class XdsResourceCache {
   // A transient error for every entry of the server: OnAmbientError for cached
   // resources, OnResourceChanged for the others. Cache states do not change.
   void OnServerFailure(XdsServerState& server, const Status& error);
-  // The server answered: a standing failure is cleared for the watchers.
+  // The server answered: a standing failure is cleared for the watchers, and
+  // the watchers of an entry without a resource get its error again.
   void OnServerResponding(XdsServerState& server);
 
   void CountResourceUpdates(XdsServerState& server, std::string_view type_name, uint64_t valid,

@@ -176,6 +176,9 @@ Task<StatusOr<std::unique_ptr<http2::ClientConnection>>> XdsServerChannel::Conne
   http2::ClientConnectionOptions options;
   options.authority = target.authority;
   options.connect_timeout = env_.options.connect_timeout;
+  options.keepalive_time = env_.options.keepalive_time;
+  options.keepalive_timeout = env_.options.keepalive_timeout;
+  options.max_receive_message_size = env_.options.max_ads_response_size;
   const XdsChannelCredentials& credentials = server_.config.channel_credentials;
   if (credentials.type == XdsChannelCredentials::kTls) {
     if (tls_context_ == nullptr) {
@@ -233,7 +236,7 @@ Task<bool> XdsServerChannel::RunStream(CancelState* cancel) {
   tasks.Spawn(WriteRequests(stream));
   co_await tasks.Join();
   stream_ = nullptr;
-  co_return stream.seen_response;
+  co_return stream.seen_response && !stream.resource_exhausted;
 }
 
 Task<void> XdsServerChannel::ReadResponses(Stream& stream) {
@@ -244,6 +247,11 @@ Task<void> XdsServerChannel::ReadResponses(Stream& stream) {
   }
   const Status status = co_await stream.call->Finish();
   stream.ended = true;
+  // A response over max_ads_response_size (or a server that says it is out
+  // of resources) would be met again on the next stream: the backoff must
+  // keep growing even though the stream had responses, or the client would
+  // reconnect and download it again every initial delay.
+  if (status.code() == StatusCode::kResourceExhausted) stream.resource_exhausted = true;
   // A57: timers run only while the stream is up; the next stream restarts
   // them, with their full duration, once it has sent the subscriptions.
   env_.cache.StopResourceTimers(server_);
@@ -267,6 +275,14 @@ Task<void> XdsServerChannel::WriteRequests(Stream& stream) {
     const std::string type_url = std::move(stream.pending_types.front());
     stream.pending_types.pop_front();
     TypeState& state = types_.find(type_url)->second;
+    // Names are read now, so a name subscribed and unsubscribed while its
+    // request was queued leaves an empty list. As the first request of a type
+    // on a stream that is the legacy wildcard ("resource_names empty ... means
+    // all resources", xDS protocol), which makes a server send every Listener
+    // or Cluster it has: nothing is sent then. Later, an empty list is how
+    // the last name is unsubscribed.
+    if (state.names.empty() && !stream.requested_types.contains(type_url)) continue;
+    stream.requested_types.insert(type_url);
     // The request is built now, so it carries the current names, the last
     // accepted version and the nonce of the last response of its type.
     AdsRequest request;

@@ -72,14 +72,16 @@ class XdsServerChannel {
     std::unique_ptr<http2::ClientCall> call;
     TaskGroup* tasks = nullptr;             // reader and writer
     std::deque<std::string> pending_types;  // type URLs to send a request for
+    std::set<std::string> requested_types;  // type URLs with a request written
     Channel<bool> wake_writer;
     bool node_sent = false;
     bool seen_response = false;
+    bool resource_exhausted = false;  // ended RESOURCE_EXHAUSTED
     bool ended = false;
   };
 
   // One stream attempt, connecting first if needed. True if it saw a
-  // response (A57: backoff is reset then).
+  // response (A57: backoff is reset then) and did not end RESOURCE_EXHAUSTED.
   Task<bool> RunStream(CancelState* cancel);
   Task<StatusOr<std::unique_ptr<http2::ClientConnection>>> Connect();
   Task<void> ReadResponses(Stream& stream);

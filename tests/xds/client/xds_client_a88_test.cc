@@ -315,6 +315,93 @@ TEST_P(A88TableTest, Tp3ErrorsWithCachedResource) {
   }
 }
 
+// A server failure replaces, for the watchers of an entry without a
+// resource, its data error by the channel's UNAVAILABLE (OnResourceChanged).
+// Once the server answers again the cache still holds the data error, so the
+// watchers are given it again (NOTES "Clearing errors": never leave a watcher
+// believing an error stands that the cache no longer holds). One entry per
+// state: NACKED, RECEIVED_ERROR, and DOES_NOT_EXIST or TIMEOUT by the timer.
+TEST_P(A88TableTest, DataErrorsWithoutResourceAreRestatedWhenTheServerAnswersAgain) {
+  XdsClientOptions options = TestOptions();
+  options.resource_does_not_exist_timeout = std::chrono::milliseconds(300);
+  options.resource_transient_error_timeout = std::chrono::milliseconds(300);
+  for (bool timer_is_transient : {false, true}) {
+    SCOPED_TRACE(timer_is_transient ? "resource_timer_is_transient_error" : "default timer");
+    BootstrapFeatures features;
+    features.fail_on_data_errors = fail_on_data_errors();
+    features.resource_timer_is_transient_error = timer_is_transient;
+    XdsClientTest::StartClient(features, options);
+    auto nacked = Watch(TestClusterType::Get(), "nacked");
+    auto received_error = Watch(TestClusterType::Get(), "received-error");
+    auto timed_out = Watch(TestClusterType::Get(), "timed-out");
+    auto valid = Watch(TestClusterType::Get(), "valid");
+    WaitForRequest(kClusterTypeUrl, {"nacked", "received-error", "timed-out", "valid"});
+    Respond(kClusterTypeUrl, "1", {ClusterAny("nacked", -5), ClusterAny("valid")},
+            {{"received-error", 5, "no such cluster"}});
+    struct Expected {
+      ClusterWatcher& watcher;
+      std::string name;
+      XdsCacheState state;
+      StatusCode code;
+      std::string text;
+    };
+    const std::vector<Expected> expected = {
+        {*nacked, "nacked", XdsCacheState::kNacked, StatusCode::kInvalidArgument,
+         "invalid resource: errors validating Cluster resource"},
+        {*received_error, "received-error", XdsCacheState::kReceivedError, StatusCode::kNotFound,
+         "no such cluster"},
+        timer_is_transient
+            ? Expected{*timed_out, "timed-out", XdsCacheState::kTimeout, StatusCode::kUnavailable,
+                       "timeout obtaining resource from xDS server"}
+            : Expected{*timed_out, "timed-out", XdsCacheState::kDoesNotExist, StatusCode::kNotFound,
+                       "does not exist"},
+    };
+    EXPECT_TRUE(NextIsCluster(*valid, "valid"));
+    for (const Expected& e : expected) EXPECT_TRUE(NextIsError(e.watcher, e.code, e.text));
+
+    // The server fails: every attempt to reconnect is reported.
+    ASSERT_TRUE(cp_->StopListening());
+    ASSERT_TRUE(cp_->DropAllConnections());
+    const std::string channel_error = kServerPrefix + cp_->target() + ": connection failed: ";
+    for (const Expected& e : expected) {
+      EXPECT_TRUE(NextIsError(e.watcher, StatusCode::kUnavailable, channel_error));
+    }
+    EXPECT_TRUE(NextIsAmbient(*valid, StatusCode::kUnavailable, channel_error));
+
+    // Back again, with a response that speaks only of "valid".
+    ASSERT_TRUE(cp_->RestartListening());
+    auto resent =
+        WaitForRequest(kClusterTypeUrl, {"nacked", "received-error", "timed-out", "valid"});
+    ASSERT_TRUE(resent.has_value());
+    ScriptedResponse response;
+    response.stream = resent->stream;
+    response.type_url = kClusterTypeUrl;
+    response.version_info = "2";
+    response.resources = {ClusterAny("valid")};
+    WaitForAnswerTo(cp_->SendResponse(response));
+    for (const Expected& e : expected) {
+      SCOPED_TRACE(e.name);
+      // Skips further reports of the failed reconnection attempts.
+      std::optional<ClusterWatcher::Event> event;
+      do {
+        event = e.watcher.Next();
+      } while (event && event->kind == ClusterWatcher::Event::Kind::kError &&
+               event->status.message().find(channel_error) != std::string::npos);
+      ASSERT_TRUE(event.has_value()) << "the data error was not given again";
+      EXPECT_EQ(event->kind, ClusterWatcher::Event::Kind::kError) << event->ToString();
+      EXPECT_EQ(event->status.code(), e.code) << event->ToString();
+      EXPECT_NE(event->status.message().find(e.text), std::string::npos) << event->ToString();
+      XdsResourceSnapshot entry = Entry(kClusterTypeUrl, e.name);
+      EXPECT_EQ(entry.state, e.state);
+      EXPECT_NE(entry.error.message().find(e.text), std::string::npos) << entry.error.ToString();
+    }
+    EXPECT_TRUE(NextAmbientClearsErrors(*valid));
+    Flush();
+    for (const Expected& e : expected) EXPECT_TRUE(NoMoreEvents(e.watcher));
+    ShutdownClient();
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(FailOnDataErrors, A88TableTest, ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool>& info) {
                            return info.param ? "fail_on_data_errors" : "default";

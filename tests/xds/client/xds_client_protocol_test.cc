@@ -124,6 +124,34 @@ TEST_F(XdsClientProtocolTest, PartialNackUsesTheValidResources) {
   EXPECT_EQ(Entry(kClusterTypeUrl, "c2").state, XdsCacheState::kNacked);
 }
 
+// A second copy of a name in one response is an error of its own ("duplicate
+// resource name", as gRPC says it): the response is NACKed and the first
+// copy's verdict stands, valid or not.
+TEST_F(XdsClientProtocolTest, ASecondCopyOfANameIsNackedAndTheFirstStands) {
+  StartClient();
+  auto c1 = Watch(TestClusterType::Get(), "c1");
+  auto c2 = Watch(TestClusterType::Get(), "c2");
+  WaitForRequest(kClusterTypeUrl, {"c1", "c2"});
+  auto nack = Respond(
+      kClusterTypeUrl, "1",
+      {ClusterAny("c1", 2000), ClusterAny("c2", -1), ClusterAny("c1", -1), ClusterAny("c2", 3000)});
+  ASSERT_TRUE(nack.has_value());
+  ASSERT_TRUE(nack->error_detail.has_value());
+  const std::string& message = nack->error_detail->message;
+  EXPECT_NE(message.find("resource index 2: c1: duplicate resource name"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("resource index 3: c2: duplicate resource name"), std::string::npos)
+      << message;
+  EXPECT_EQ(nack->version_info, "1") << "c1's first copy was valid";
+  EXPECT_TRUE(NextIsCluster(*c1, "c1", 2000));
+  EXPECT_TRUE(NextIsError(*c2, StatusCode::kInvalidArgument, "connect_timeout"));
+  Flush();
+  EXPECT_TRUE(NoMoreEvents(*c1));
+  EXPECT_TRUE(NoMoreEvents(*c2));
+  EXPECT_EQ(Entry(kClusterTypeUrl, "c1").state, XdsCacheState::kAcked);
+  EXPECT_EQ(Entry(kClusterTypeUrl, "c2").state, XdsCacheState::kNacked);
+}
+
 TEST_F(XdsClientProtocolTest, ResourcesWithoutNameOrOfAnotherTypeAreOnlyNacked) {
   StartClient();
   auto c1 = Watch(TestClusterType::Get(), "c1");
@@ -223,6 +251,37 @@ TEST_F(XdsClientProtocolTest, SubscriptionChangesAndTheLastUnsubscriptionClosesT
   EXPECT_EQ(fresh->response_nonce, "");
 }
 
+// An empty resource_names list as the first request of a type is the
+// legacy wildcard (a server answers with every resource of the type), so a
+// watch started and cancelled before its request went out sends nothing;
+// unsubscribing the last name after a request was sent does send the empty
+// list.
+TEST_F(XdsClientProtocolTest, NoWildcardRequestForAWatchCancelledBeforeItsRequest) {
+  StartClient();
+  auto c1 = WatchAndReceiveCluster("c1");
+  // One loop turn: the endpoints request is queued but not yet written.
+  auto e1 = std::make_shared<EndpointsWatcher>();
+  loop_->RunSync([&] {
+    client_->WatchResource(TestEndpointsType::Get(), "e1", e1);
+    client_->CancelWatch(TestEndpointsType::Get(), "e1", e1.get());
+  });
+  // A later request on the stream: whatever was queued before it is written.
+  auto c2 = Watch(TestClusterType::Get(), "c2");
+  WaitForRequest(kClusterTypeUrl, {"c1", "c2"});
+  for (const ObservedRequest& request : cp_->AllRequests()) {
+    EXPECT_NE(request.type_url, kEndpointsTypeUrl)
+        << "names: " << ::testing::PrintToString(request.resource_names);
+  }
+  EXPECT_EQ(cp_->TakeViolations(), std::vector<std::string>{});
+
+  // Once a request of the type was sent, the last unsubscription is the
+  // empty list.
+  auto e2 = Watch(TestEndpointsType::Get(), "e2");
+  WaitForRequest(kEndpointsTypeUrl, {"e2"});
+  CancelWatch(TestEndpointsType::Get(), "e2", e2.get());
+  WaitForRequest(kEndpointsTypeUrl, {});
+}
+
 // NOTES: the accepted version survives a stream restart; the nonce does not;
 // every subscription is sent again.
 TEST_F(XdsClientProtocolTest, ANewStreamResendsSubscriptionsWithTheAcceptedVersion) {
@@ -279,6 +338,90 @@ TEST_F(XdsClientProtocolTest, StreamRetriesBackOffExponentiallyAndResetAfterARes
   ASSERT_TRUE(cp_->CloseStream(14, "after a response"));
   EXPECT_TRUE(cp_->WaitForStreamOpened(std::chrono::seconds(2)).has_value())
       << "backoff was not reset by the response";
+}
+
+// A response over the receive limit (4 MiB by default, as gRPC) ends the
+// stream, and although the stream had responses the backoff is not reset:
+// a server that keeps sending it must not get a reconnection every initial
+// delay. Lower bounds on the delays only.
+TEST_F(XdsClientProtocolTest, AnOversizedResponseEndsTheStreamWithoutResettingBackoff) {
+  XdsClientOptions options = TestOptions();
+  options.backoff_initial = milliseconds(100);
+  options.backoff_multiplier = 3;
+  options.backoff_jitter = 0;
+  options.backoff_max = milliseconds(60'000);
+  StartClient(BootstrapFeatures{}, options);
+  auto c1 = Watch(TestClusterType::Get(), "c1");
+  const std::string oversized(XdsClientOptions::kDefaultMaxAdsResponseSize + 1, 'x');
+  ASSERT_TRUE(cp_->WaitForStreamOpened(kWait).has_value());
+  for (milliseconds delay : {milliseconds(100), milliseconds(300), milliseconds(900)}) {
+    auto request = WaitForRequest(kClusterTypeUrl, {"c1"});
+    ASSERT_TRUE(request.has_value());
+    Respond(kClusterTypeUrl, "1", {ClusterAny("c1")});
+    const auto sent_at = Clock::now();
+    ASSERT_TRUE(cp_->SendRawMessage(oversized, request->stream));
+    ASSERT_TRUE(cp_->WaitForStreamClosed(kWait, request->stream).has_value());
+    ASSERT_TRUE(cp_->WaitForStreamOpened(kWait).has_value());
+    EXPECT_GE(Clock::now() - sent_at, delay - milliseconds(5));
+  }
+  EXPECT_TRUE(NextIsCluster(*c1, "c1"));
+  EXPECT_TRUE(Entry(kClusterTypeUrl, "c1").has_resource);
+}
+
+// XdsClientOptions::max_ads_response_size bounds every ADS response.
+TEST_F(XdsClientProtocolTest, TheReceiveLimitIsAnOption) {
+  XdsClientOptions options = TestOptions();
+  options.max_ads_response_size = 4096;
+  StartClient(BootstrapFeatures{}, options);
+  auto c1 = Watch(TestClusterType::Get(), "c1");
+  auto request = WaitForRequest(kClusterTypeUrl, {"c1"});
+  ASSERT_TRUE(request.has_value());
+  ASSERT_TRUE(cp_->SendRawMessage(std::string(4097, 'x'), request->stream));
+  EXPECT_TRUE(cp_->WaitForStreamClosed(kWait, request->stream).has_value());
+  EXPECT_TRUE(NextIsError(*c1, StatusCode::kUnavailable,
+                          "xDS call failed with no responses received; status: "
+                          "RESOURCE_EXHAUSTED: received message larger than max"));
+  // Up to the limit is fine.
+  auto again = WaitForRequest(kClusterTypeUrl, {"c1"});
+  ASSERT_TRUE(again.has_value());
+  ScriptedResponse response;
+  response.stream = again->stream;
+  response.type_url = kClusterTypeUrl;
+  response.version_info = "1";
+  response.resources = {ClusterAny("c1")};
+  WaitForAnswerTo(cp_->SendResponse(response));
+  EXPECT_TRUE(NextIsCluster(*c1, "c1"));
+}
+
+// A connection that stays open but carries nothing more (a hung control
+// plane, a path that silently drops everything) is found by keepalive PINGs
+// and closed: the stream ends (A57) and, the server being unreachable, the
+// watchers get the channel's error as an ambient error. Times shortened.
+TEST_F(XdsClientProtocolTest, KeepaliveEndsAStreamOnAConnectionThatNoLongerAnswers) {
+  XdsClientOptions options = TestOptions();
+  options.keepalive_time = milliseconds(200);
+  options.keepalive_timeout = milliseconds(200);
+  StartClient(BootstrapFeatures{}, options);
+  auto c1 = WatchAndReceiveCluster("c1");
+  const std::vector<int64_t> streams = cp_->OpenStreams();
+  ASSERT_EQ(streams.size(), 1u);
+  ASSERT_TRUE(cp_->StopListening());
+  ASSERT_TRUE(cp_->FreezeConnections());
+  EXPECT_TRUE(NextIsAmbient(*c1, StatusCode::kUnavailable,
+                            "xDS channel for server " + cp_->target() + ": connection failed: "));
+  EXPECT_TRUE(Entry(kClusterTypeUrl, "c1").has_resource);
+  // Reachable again: a new stream, and the error is cleared.
+  ASSERT_TRUE(cp_->RestartListening());
+  auto resent = WaitForRequest(kClusterTypeUrl, {"c1"});
+  ASSERT_TRUE(resent.has_value());
+  EXPECT_NE(resent->stream, streams.front());
+  Respond(kClusterTypeUrl, "1", {ClusterAny("c1")});
+  for (;;) {
+    auto event = c1->Next();
+    ASSERT_TRUE(event.has_value());
+    ASSERT_EQ(event->kind, ClusterWatcher::Event::Kind::kAmbient) << event->ToString();
+    if (event->status.ok()) break;
+  }
 }
 
 // A47: an xdstp:// name is fetched from its authority's servers (or the

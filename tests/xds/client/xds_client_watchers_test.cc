@@ -110,6 +110,44 @@ TEST_F(XdsClientWatchersTest, NoCallbackAfterCancelWatch) {
   EXPECT_TRUE(NoMoreEvents(*invalid));
 }
 
+// CancelWatch() stops the watch it names (type, name and watcher), also
+// when the same watcher object holds a watch that failed at once.
+TEST_F(XdsClientWatchersTest, CancelWatchStopsOnlyTheNamedWatchOfAWatcher) {
+  StartClient();
+  auto other = WatchAndReceiveCluster("c2");
+  auto shared = std::make_shared<ClusterWatcher>();
+  const std::string unknown_authority =
+      "xdstp://nowhere.example.com/envoy.config.cluster.v3.Cluster/z";
+  loop_->RunSync([&] {
+    client_->WatchResource(TestClusterType::Get(), unknown_authority, shared);
+    client_->WatchResource(TestClusterType::Get(), "c1", shared);
+  });
+  EXPECT_TRUE(NextIsError(*shared, StatusCode::kFailedPrecondition, "nowhere.example.com"));
+  WaitForRequest(kClusterTypeUrl, {"c1", "c2"});
+  Respond(kClusterTypeUrl, "2", {ClusterAny("c1"), ClusterAny("c2")});
+  EXPECT_TRUE(NextIsCluster(*shared, "c1"));
+  // The valid watch goes: c1 is unsubscribed and no longer reported.
+  CancelWatch(TestClusterType::Get(), "c1", shared.get());
+  WaitForRequest(kClusterTypeUrl, {"c2"});
+  Respond(kClusterTypeUrl, "3", {ClusterAny("c2", 5000)});
+  EXPECT_TRUE(NextIsCluster(*other, "c2", 5000));
+  EXPECT_TRUE(NoMoreEvents(*shared));
+}
+
+// A watch that failed at once reports its error and is done: the client
+// keeps nothing of it (no watcher reference), cancelled or not.
+TEST_F(XdsClientWatchersTest, AFailedWatchIsNotKeptOnceReported) {
+  StartClient();
+  auto failed = std::make_shared<ClusterWatcher>();
+  loop_->RunSync(
+      [&] { client_->WatchResource(TestClusterType::Get(), "xdstp://x/wrong.Type/c", failed); });
+  EXPECT_TRUE(NextIsError(*failed, StatusCode::kInvalidArgument, ""));
+  Flush();
+  EXPECT_EQ(failed.use_count(), 1);
+  // Cancelling it afterwards is harmless.
+  CancelWatch(TestClusterType::Get(), "xdstp://x/wrong.Type/c", failed.get());
+}
+
 // A watcher that starts another watch from its callback (as a Cluster
 // watcher starts its endpoints watch). Its callbacks never run inside
 // another callback or inside WatchResource().
