@@ -99,7 +99,8 @@ class PickerSlot {
   PickerSlot(const PickerSlot&) = delete;
   PickerSlot& operator=(const PickerSlot&) = delete;
 
-  // Control thread: makes `picker` current (one atomic swap) and retires the
+  // Control thread: makes `picker` current (one atomic swap; nullptr: picks
+  // queue) and retires the
   // previous one; it is deleted by a later Reclaim() once no scope that
   // began before the swap is still open.
   void Publish(const Picker* picker);

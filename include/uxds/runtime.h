@@ -2,6 +2,7 @@
 #pragma once
 
 #include "uxds/cancel.h"
+#include "uxds/log.h"
 #include "uxds/loop.h"
 #include "uxds/status.h"
 #include "uxds/task.h"

@@ -28,13 +28,13 @@ void ClientCall::Detach() {
   DetachFromNghttp2();
   client_session_->ForgetCall(stream_id_);
   client_session_ = nullptr;
-  session_ = nullptr;
+  ForgetSession();
 }
 
 void ClientCall::FailBeforeStart(Status status) {
   stream_closed_ = true;
   client_session_ = nullptr;
-  session_ = nullptr;
+  ForgetSession();
   Complete(std::move(status));
 }
 
@@ -274,7 +274,7 @@ void ClientCall::OnSessionClosed(const Status& reason) {
   // (the call may be destroyed while the session flushes its GOAWAY).
   DetachFromNghttp2();
   client_session_ = nullptr;
-  session_ = nullptr;
+  ForgetSession();
   stream_closed_ = true;
   if (!finished_) {
     // PROTOCOL-HTTP2: a connection failure ends a client's calls UNAVAILABLE.

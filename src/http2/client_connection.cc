@@ -132,6 +132,14 @@ uint64_t ClientConnection::pings_acked() const { return session_->pings_acked();
 const std::string& ClientConnection::peer() const { return session_->peer(); }
 Loop& ClientConnection::loop() const { return session_->loop(); }
 
+Task<Status> ClientConnection::WaitUntilUnusable() {
+  while (session_->usable() && !session_->closed()) {
+    const Status woke = co_await session_->state_changed().Wait();
+    if (!woke.ok()) co_return woke;
+  }
+  co_return OkStatus();
+}
+
 Task<Status> ClientConnection::Ping(std::chrono::milliseconds timeout) {
   co_return co_await session_->Ping(timeout);
 }

@@ -67,6 +67,9 @@ class ClientConnection {
   Status close_status() const;
   // Set once the connection is closed (transport gone, calls failed).
   Event& closed_event();
+  // Waits until usable() is false: a GOAWAY arrived or the connection
+  // closed. OK then; CANCELLED when the calling task is cancelled first.
+  Task<Status> WaitUntilUnusable();
   // Round trip of one PING: OK when acknowledged; DEADLINE_EXCEEDED after
   // `timeout`; UNAVAILABLE when the connection closes first.
   Task<Status> Ping(std::chrono::milliseconds timeout);

@@ -39,6 +39,9 @@ struct ClientConnectionOptions {
   size_t max_receive_message_size = kDefaultMaxReceiveMessageSize;
   // Flow-control window per stream (bytes the server may send ahead of us).
   uint32_t initial_stream_window_size = detail::kDefaultStreamWindowSize;
+  // Response bytes the connection may hold beyond its streams' windows, so
+  // a large message can complete (see http2_stream.h).
+  size_t max_buffered_bytes = detail::kDefaultMaxConnectionBufferedBytes;
   // Limit on received response headers / trailers (HTTP/2 header list size).
   uint32_t max_metadata_size = detail::kDefaultMaxHeaderListSize;
   // Prepended to our own user-agent ("grpc-c++-uxds/<version>").

@@ -26,6 +26,7 @@ Http2SessionOptions SessionOptionsFor(const ClientConnectionOptions& options) {
   Http2SessionOptions session;
   session.max_receive_message_size = options.max_receive_message_size;
   session.initial_stream_window_size = options.initial_stream_window_size;
+  session.max_buffered_bytes = options.max_buffered_bytes;
   session.max_header_list_size = options.max_metadata_size;
   session.keepalive_time = options.keepalive_time;
   session.keepalive_timeout = options.keepalive_timeout;

@@ -51,8 +51,9 @@ Status GrpcDeframer::Feed(std::string_view data, std::deque<std::string>& out) {
                                         std::to_string(max_message_size_) + ")");
         return error_;
       }
+      // Nothing reserved for the declared length: five bytes from a peer
+      // must not make us allocate 4 MiB. The body grows as bytes arrive.
       body_.clear();
-      body_.reserve(body_length_);
     }
     const size_t take = std::min(body_length_ - body_.size(), data.size());
     body_.append(data.data(), take);

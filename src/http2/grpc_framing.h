@@ -39,6 +39,8 @@ class GrpcDeframer {
   // True while a message has been started but not completed: at end of
   // stream that is a truncated message.
   bool has_partial_message() const { return header_filled_ > 0; }
+  // Bytes of the message still arriving (prefix included).
+  size_t partial_size() const { return header_filled_ + body_.size(); }
   const Status& error() const { return error_; }
   size_t max_message_size() const { return max_message_size_; }
 

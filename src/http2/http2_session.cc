@@ -177,6 +177,34 @@ nghttp2_data_provider Http2Session::StreamDataProvider() {
   return provider;
 }
 
+void Http2Session::AdjustBuffered(size_t before, size_t after) {
+  buffered_bytes_ = buffered_bytes_ - before + after;
+  if (after >= before || credit_waiters_.empty() ||
+      buffered_bytes_ >= options_.max_buffered_bytes) {
+    return;
+  }
+  // Room again: streams that held their credit back for the connection's
+  // sake may take it now (each waits again if it still must).
+  std::vector<Http2Stream*> waiters;
+  waiters.swap(credit_waiters_);
+  for (Http2Stream* stream : waiters) {
+    stream->waiting_for_connection_credit_ = false;
+    stream->ReturnCredit();
+  }
+}
+
+void Http2Session::WaitForConnectionCredit(Http2Stream* stream) {
+  if (stream->waiting_for_connection_credit_) return;
+  stream->waiting_for_connection_credit_ = true;
+  credit_waiters_.push_back(stream);
+}
+
+void Http2Session::ForgetCreditWaiter(Http2Stream* stream) {
+  if (!stream->waiting_for_connection_credit_) return;
+  stream->waiting_for_connection_credit_ = false;
+  std::erase(credit_waiters_, stream);
+}
+
 Status Http2Session::Start() {
   nghttp2_session_callbacks* callbacks = nullptr;
   if (nghttp2_session_callbacks_new(&callbacks) != 0) {

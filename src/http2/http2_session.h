@@ -40,6 +40,10 @@ inline constexpr uint32_t kDefaultStreamWindowSize = 256 * 1024;
 // SETTINGS_MAX_HEADER_LIST_SIZE we advertise and enforce (gRPC's hard limit
 // on received metadata is 16 KiB by default).
 inline constexpr uint32_t kDefaultMaxHeaderListSize = 16 * 1024;
+// Received message bytes (complete and partial) that one connection may
+// hold for its streams beyond each stream's window: room for a message up to
+// the 4 MiB receive limit to complete while the application is reading.
+inline constexpr size_t kDefaultMaxConnectionBufferedBytes = 16 * 1024 * 1024;
 // How long a closing connection may take to flush its final frames.
 inline constexpr std::chrono::milliseconds kCloseLinger{1000};
 
@@ -47,7 +51,8 @@ struct Http2SessionOptions {
   size_t max_receive_message_size = kDefaultMaxReceiveMessageSize;
   uint32_t initial_stream_window_size = kDefaultStreamWindowSize;
   uint32_t max_header_list_size = kDefaultMaxHeaderListSize;
-  uint32_t max_concurrent_streams = 0;          // 0: not advertised (clients)
+  uint32_t max_concurrent_streams = 0;  // 0: not advertised (clients)
+  size_t max_buffered_bytes = kDefaultMaxConnectionBufferedBytes;
   std::chrono::milliseconds keepalive_time{0};  // 0: no keepalive PINGs
   std::chrono::milliseconds keepalive_timeout{20000};
 };
@@ -71,6 +76,10 @@ class Http2Session {
   const Http2SessionOptions& options() const { return options_; }
   const std::string& peer() const { return peer_; }
   Role role() const { return role_; }
+
+  // Received message bytes all streams hold for the application (complete
+  // messages not yet read, and messages still arriving).
+  size_t buffered_bytes() const { return buffered_bytes_; }
 
   // Makes the writer run mem_send again (after a submit or resume).
   void WakeWriter() { writer_cond_.NotifyAll(); }
@@ -153,6 +162,13 @@ class Http2Session {
   bool closed_ = false;
   Status close_reason_;
   bool settings_received_ = false;
+  // Stream flow-control accounting (Http2Stream::UpdateBuffered).
+  friend class Http2Stream;
+  void AdjustBuffered(size_t before, size_t after);
+  void WaitForConnectionCredit(Http2Stream* stream);
+  void ForgetCreditWaiter(Http2Stream* stream);
+  size_t buffered_bytes_ = 0;
+  std::vector<Http2Stream*> credit_waiters_;
   bool goaway_received_ = false;
   int32_t goaway_last_stream_id_ = 0;
   uint32_t goaway_error_code_ = 0;

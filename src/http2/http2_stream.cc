@@ -16,7 +16,22 @@ Http2Stream::Http2Stream(Http2Session* session, size_t max_receive_message_size)
       read_cond_(session->loop()),
       write_cond_(session->loop()) {}
 
-Http2Stream::~Http2Stream() = default;
+Http2Stream::~Http2Stream() { ForgetSession(); }
+
+void Http2Stream::ForgetSession() {
+  if (session_ == nullptr) return;
+  session_->ForgetCreditWaiter(this);
+  session_->AdjustBuffered(accounted_bytes_, 0);
+  accounted_bytes_ = 0;
+  session_ = nullptr;
+}
+
+void Http2Stream::UpdateBuffered() {
+  if (session_ == nullptr) return;
+  const size_t now = received_bytes_ + deframer_.partial_size();
+  const size_t before = std::exchange(accounted_bytes_, now);
+  session_->AdjustBuffered(before, now);
+}
 
 void Http2Stream::OnSendEnd(uint32_t* data_flags) { *data_flags |= NGHTTP2_DATA_FLAG_EOF; }
 
@@ -47,6 +62,7 @@ std::string Http2Stream::PopReceivedMessage() {
   std::string message = std::move(received_.front());
   received_.pop_front();
   received_bytes_ -= message.size() + kGrpcFrameHeaderSize;
+  UpdateBuffered();
   ReturnCredit();
   return message;
 }
@@ -54,6 +70,7 @@ std::string Http2Stream::PopReceivedMessage() {
 void Http2Stream::DiscardReceived() {
   received_.clear();
   received_bytes_ = 0;
+  UpdateBuffered();
   ReturnCredit();
 }
 
@@ -87,6 +104,7 @@ void Http2Stream::OnData(const uint8_t* data, size_t length) {
       received_bytes_ += received_[i].size() + kGrpcFrameHeaderSize;
     }
     if (received_.size() > before) read_cond_.NotifyAll();
+    UpdateBuffered();
     if (!status.ok()) {
       ReturnCredit();
       OnReceiveError(std::move(status));
@@ -98,10 +116,19 @@ void Http2Stream::OnData(const uint8_t* data, size_t length) {
 
 void Http2Stream::ReturnCredit() {
   if (uncredited_bytes_ == 0 || session_ == nullptr || stream_closed_ || stream_id_ <= 0) return;
-  // Hold the window back while a window's worth of messages is unread: the
-  // peer then stops sending on this stream until the application catches up.
-  if (received_bytes_ >= session_->options().initial_stream_window_size && deframer_.error().ok()) {
-    return;
+  // Hold the window back while the stream holds a window's worth: the peer
+  // then stops sending on it until the application catches up. Only a lone
+  // message larger than the window may grow past it, and only while the
+  // connection has room (see the header). After a deframing error the bytes
+  // are dropped as they come, so credit flows.
+  const size_t held = received_bytes_ + deframer_.partial_size();
+  if (held >= session_->options().initial_stream_window_size && deframer_.error().ok()) {
+    const bool lone_large_message = received_.empty() && deframer_.has_partial_message();
+    if (!lone_large_message) return;  // the application's next read returns it
+    if (session_->buffered_bytes() >= session_->options().max_buffered_bytes) {
+      session_->WaitForConnectionCredit(this);
+      return;
+    }
   }
   nghttp2_session_consume_stream(session_->nghttp2(), stream_id_, uncredited_bytes_);
   uncredited_bytes_ = 0;

@@ -4,9 +4,14 @@
 //
 // Flow control: automatic WINDOW_UPDATE is off. The connection window is
 // returned as soon as bytes arrive (so one slow stream cannot stall the
-// others), the stream window only while fewer than a window's worth of
-// complete messages wait for the application. A reader that stops reading
-// therefore stops its peer after about two windows: that is the backpressure.
+// others). A stream's window is returned only while the stream holds less
+// than a window's worth of received bytes (complete messages not yet read
+// plus the message still arriving), with one exception: a single message
+// larger than the window, with nothing unread before it, keeps getting
+// credit while the whole connection holds less than max_buffered_bytes. So
+// one connection holds at most about streams x window + max_buffered_bytes,
+// however many large messages its peer starts, and a reader that stops
+// reading stops its peer after about one window.
 #pragma once
 
 #include <sys/types.h>
@@ -73,6 +78,8 @@ class Http2Stream {
   std::string PopReceivedMessage();
   void DiscardReceived();
   size_t received_bytes() const { return received_bytes_; }
+  // The session is going away from this stream: stop counting its bytes.
+  void ForgetSession();
 
   // RST_STREAM with `error_code` if nghttp2 still has the stream open.
   void ResetStream(uint32_t error_code);
@@ -102,12 +109,16 @@ class Http2Stream {
   friend struct Http2SessionCallbacks;
   void OnData(const uint8_t* data, size_t length);
   void ReturnCredit();
+  // Tells the session how many received bytes this stream now holds.
+  void UpdateBuffered();
 
   std::string send_buffer_;
   size_t send_offset_ = 0;
   std::deque<std::string> received_;
   size_t received_bytes_ = 0;    // framed size of the messages in received_
   size_t uncredited_bytes_ = 0;  // received but not yet returned to the window
+  size_t accounted_bytes_ = 0;   // what the session counts for this stream
+  bool waiting_for_connection_credit_ = false;
 };
 
 }  // namespace uxds::http2::detail

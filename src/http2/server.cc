@@ -42,6 +42,12 @@ Task<void> Server::Serve() {
       if (!awaited.ok()) break;
       continue;
     }
+    if (accepted_ >= options_.max_connections) {
+      (*socket)->Close();  // over the limit: closed without a byte
+      ++refused_connections_;
+      continue;
+    }
+    ++accepted_;
     connections_.Spawn(ServeConnection(std::move(*socket)));
   }
   if (!drain_grace_) {
@@ -55,6 +61,11 @@ Task<void> Server::Serve() {
 }
 
 Task<void> Server::ServeConnection(std::unique_ptr<TcpSocket> socket) {
+  // Counted from accept to the end, whichever way it ends.
+  struct Served {
+    size_t& count;
+    ~Served() { --count; }
+  } served{accepted_};
   std::unique_ptr<ByteStream> transport = std::move(socket);
   if (options_.tls) {
     StatusOr<std::unique_ptr<TlsStream>> tls =

@@ -47,6 +47,8 @@ class Server {
   Task<void> Shutdown(std::chrono::milliseconds grace);
 
   size_t connection_count() const { return live_.size(); }
+  // Connections closed at accept because max_connections were being served.
+  uint64_t refused_connections() const { return refused_connections_; }
 
  private:
   Server(Loop& loop, std::unique_ptr<TcpListener> listener,
@@ -59,6 +61,8 @@ class Server {
   const ServerOptions options_;
   TaskGroup connections_;
   std::unordered_set<ServerConnection*> live_;
+  size_t accepted_ = 0;  // connections being served, handshakes included
+  uint64_t refused_connections_ = 0;
   std::optional<std::chrono::milliseconds> drain_grace_;  // set by Shutdown()
   // Serve() is still running: Shutdown() waits for it to leave the listener,
   // so that the server may be destroyed as soon as Shutdown() returns.

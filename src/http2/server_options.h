@@ -26,8 +26,16 @@ struct ServerOptions {
   // connection, cancelling its calls.
   std::chrono::milliseconds keepalive_time{0};
   std::chrono::milliseconds keepalive_timeout{20000};
-  // SETTINGS_MAX_CONCURRENT_STREAMS.
-  uint32_t max_concurrent_streams = 1000;
+  // SETTINGS_MAX_CONCURRENT_STREAMS (grpc-go's default). With the stream
+  // window it bounds what one connection can make us buffer:
+  // max_concurrent_streams x initial_stream_window_size + max_buffered_bytes.
+  uint32_t max_concurrent_streams = 100;
+  // Request bytes one connection may hold beyond its streams' windows, so a
+  // large message can complete (at least max_receive_message_size).
+  size_t max_buffered_bytes = detail::kDefaultMaxConnectionBufferedBytes;
+  // Server: connections served at once; one accepted beyond it is closed
+  // at once, without a byte.
+  size_t max_connections = 1024;
   // Flow-control window per stream (request bytes a client may send ahead
   // of the handler's reads).
   uint32_t initial_stream_window_size = detail::kDefaultStreamWindowSize;

@@ -16,6 +16,7 @@ Http2SessionOptions SessionOptionsFor(const ServerOptions& options) {
   session.initial_stream_window_size = options.initial_stream_window_size;
   session.max_header_list_size = options.max_metadata_size;
   session.max_concurrent_streams = options.max_concurrent_streams;
+  session.max_buffered_bytes = options.max_buffered_bytes;
   session.keepalive_time = options.keepalive_time;
   session.keepalive_timeout = options.keepalive_timeout;
   return session;

@@ -102,13 +102,19 @@ Task<void> Subchannel::ConnectOnce() {
   last_failure_ = Status();
   connection_ = std::move(*connected);
   SetState(ConnectivityState::kReady, Status());
-  const Status closed = co_await connection_->closed_event().Wait();
-  if (!closed.ok()) {
+  const Status unusable = co_await connection_->WaitUntilUnusable();
+  if (!unusable.ok()) {
     connection_.reset();  // cancelled: closes in the background
     co_return;
   }
-  const Status why = connection_->close_status();
-  connection_.reset();
+  const Status why = connection_->closed() ? connection_->close_status()
+                                           : UnavailableError("GOAWAY received from " + address());
+  // A draining server (GOAWAY) finishes the calls it has: the connection
+  // is kept until it closes, and new calls go to a new one.
+  auto finish = [](std::unique_ptr<http2::ClientConnection> draining) -> Task<void> {
+    (void)co_await draining->closed_event().Wait();
+  };
+  group_->Spawn(finish(std::move(connection_)));
   // gRPC: a lost connection makes the subchannel IDLE; a policy that wants
   // it asks again.
   SetState(ConnectivityState::kIdle, why);
@@ -152,6 +158,10 @@ void SubchannelPool::Release(Subchannel* s) {
   if (s->request_queued_.load(std::memory_order_acquire)) DrainRequests();
   subchannels_.erase(s->address());
   s->watchers_.clear();
+  if (shut_down_) {
+    delete s;  // Shutdown() already cancelled and joined its task
+    return;
+  }
   auto reap = [](std::unique_ptr<Subchannel> doomed) -> Task<void> {
     co_await doomed->group_->CancelAndJoin();
   };

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "xds/client/xds_client_impl.h"
+#include "xds/protobuf_log.h"
 
 namespace uxds {
 
@@ -68,6 +69,7 @@ uint64_t XdsClientMetrics::InvalidUpdates(std::string_view server_uri,
 
 StatusOr<std::unique_ptr<XdsClient>> XdsClient::Create(Loop& loop, Bootstrap bootstrap,
                                                        XdsClientOptions options) {
+  xds_internal::RouteProtobufLogsToUxdsLog();
   UXDS_RETURN_IF_ERROR(bootstrap.Validate());
   if (options.resource_does_not_exist_timeout.count() <= 0 ||
       options.resource_transient_error_timeout.count() <= 0) {

@@ -1,0 +1,414 @@
+// A cluster's whole policy tree (cluster_impl, priority, ring_hash /
+// weighted_target / round_robin) against real backends on loopback, picked
+// through its PickerSlot as application threads pick.
+#include "lb/cluster_load_balancer.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "lb/lb_test_util.h"
+#include "lb/ring_hash_policy.h"
+
+namespace uxds {
+namespace {
+
+using lb_testing::Backend;
+using lb_testing::WaitUntil;
+using State = ConnectivityState;
+using EndpointPicking = ClusterResource::LbPolicy::EndpointPicking;
+
+// priority -> locality -> addresses; locality weights in `weights`
+// (priority -> locality), 1 when absent.
+EndpointResource MakeEndpoints(const std::vector<std::vector<std::vector<std::string>>>& layout,
+                               const std::vector<std::vector<uint32_t>>& weights = {}) {
+  EndpointResource r;
+  for (size_t p = 0; p < layout.size(); ++p) {
+    EndpointResource::Priority priority;
+    for (size_t l = 0; l < layout[p].size(); ++l) {
+      EndpointResource::Locality locality;
+      locality.name.region = "r";
+      locality.name.zone = "z" + std::to_string(p) + "-" + std::to_string(l);
+      locality.weight = p < weights.size() && l < weights[p].size() ? weights[p][l] : 1;
+      for (const std::string& a : layout[p][l]) {
+        EndpointResource::Endpoint e;
+        e.addresses = {a};
+        locality.endpoints.push_back(e);
+      }
+      priority.localities.push_back(locality);
+    }
+    r.priorities.push_back(priority);
+  }
+  return r;
+}
+
+ClusterResource RoundRobinCluster() { return ClusterResource{}; }
+
+ClusterResource RingHashCluster() {
+  ClusterResource c;
+  c.lb_policy.weighted_locality = false;
+  c.lb_policy.endpoint_picking = EndpointPicking::kRingHash;
+  return c;
+}
+
+class ClusterLoadBalancerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto loop = Loop::Create();
+    ASSERT_TRUE(loop.ok());
+    loop_ = std::move(*loop);
+    pool_ = SubchannelPool::Create(*loop_, lb_testing::FastSubchannelOptions());
+    options_.priority_failover_timeout = std::chrono::milliseconds(300);
+    options_.child_retention_interval = std::chrono::milliseconds(300);
+    for (int i = 0; i < 4; ++i) {
+      backends_.push_back(std::make_unique<Backend>(*loop_));
+      ASSERT_TRUE(backends_.back()->Start().ok());
+    }
+    lb_ = std::make_unique<ClusterLoadBalancer>(*loop_, pool_, options_);
+  }
+  void TearDown() override {
+    lb_.reset();
+    loop_->BlockOn([this]() -> Task<void> {
+      for (auto& b : backends_) co_await b->Stop();
+      co_await pool_->Shutdown();
+    }());
+    pool_.reset();
+  }
+
+  std::string Addr(size_t i) const { return backends_[i]->address_text(); }
+
+  // One pick from the published picker, as an application thread does it;
+  // a call it completes ends at once unless `hold_call`.
+  PickResult Pick(std::optional<uint64_t> hash = std::nullopt, bool hold_call = false) {
+    PickScope scope(lb_->picker_slot());
+    PickArgs args;
+    args.hash = hash;
+    PickResult r = scope.Pick(args);
+    last_address_ = r.kind == PickResult::Kind::kComplete ? r.endpoint->address : "";
+    last_status_ = r.kind == PickResult::Kind::kFail ? *r.status : Status();
+    if (!hold_call) CallEnded(std::exchange(r.call_counter, nullptr));
+    return r;
+  }
+  // Picks until one completes; the address it went to.
+  Task<std::string> PickUntilComplete(std::optional<uint64_t> hash = std::nullopt,
+                                      std::chrono::milliseconds limit = std::chrono::seconds(10)) {
+    const bool done = co_await WaitUntil(
+        *loop_, [&] { return Pick(hash).kind == PickResult::Kind::kComplete; }, limit);
+    co_return done ? last_address_ : "";
+  }
+  Task<bool> WaitForLbState(State state) {
+    co_return co_await WaitUntil(*loop_, [&] { return lb_->state() == state; });
+  }
+
+  std::unique_ptr<Loop> loop_;
+  std::shared_ptr<SubchannelPool> pool_;
+  LbPolicyOptions options_;
+  std::vector<std::unique_ptr<Backend>> backends_;
+  std::unique_ptr<ClusterLoadBalancer> lb_;
+  std::string last_address_;
+  Status last_status_;
+};
+
+TEST_F(ClusterLoadBalancerTest, NothingPublishedQueues) {
+  PickScope scope(lb_->picker_slot());
+  EXPECT_EQ(scope.Pick(PickArgs{}).kind, PickResult::Kind::kQueue);
+}
+
+TEST_F(ClusterLoadBalancerTest, RoundRobinSpreadsPicksEvenlyOverReadyEndpoints) {
+  lb_->Update(RoundRobinCluster(), MakeEndpoints({{{Addr(0), Addr(1), Addr(2)}}}));
+  loop_->BlockOn([&]() -> Task<void> {
+    const bool ready = co_await WaitUntil(*loop_, [&] {
+      return lb_->state() == State::kReady && pool_->size() == 3 &&
+             Pick().kind == PickResult::Kind::kComplete;
+    });
+    CO_ASSERT_TRUE(ready);
+    // Let all three connect, then count: one thread walks them in turn.
+    (void)co_await SleepFor(*loop_, std::chrono::milliseconds(100));
+    std::map<std::string, int> counts;
+    for (int i = 0; i < 3000; ++i) {
+      Pick();
+      ++counts[last_address_];
+    }
+    EXPECT_EQ(counts,
+              (std::map<std::string, int>{{Addr(0), 1000}, {Addr(1), 1000}, {Addr(2), 1000}}));
+  }());
+}
+
+TEST_F(ClusterLoadBalancerTest, WeightedTargetSpreadsPicksByLocalityWeight) {
+  // Two localities of one endpoint each, weights 1 and 3.
+  lb_->Update(RoundRobinCluster(), MakeEndpoints({{{Addr(0)}, {Addr(1)}}}, {{1, 3}}));
+  loop_->BlockOn([&]() -> Task<void> {
+    const bool both = co_await WaitUntil(*loop_, [&] {
+      size_t ready = 0;
+      for (size_t i = 0; i < 2; ++i)
+        ready += pool_->Get(backends_[i]->address())->state() == State::kReady;
+      return ready == 2 && lb_->state() == State::kReady;
+    });
+    CO_ASSERT_TRUE(both);
+    (void)co_await SleepFor(*loop_, std::chrono::milliseconds(20));
+    std::map<std::string, int> counts;
+    constexpr int kPicks = 40000;
+    for (int i = 0; i < kPicks; ++i) {
+      Pick();
+      ++counts[last_address_];
+    }
+    // Expected shares 0.25 / 0.75; 40000 picks put 3 standard deviations
+    // at about 0.0065.
+    EXPECT_NEAR(counts[Addr(0)] / double{kPicks}, 0.25, 0.015);
+    EXPECT_NEAR(counts[Addr(1)] / double{kPicks}, 0.75, 0.015);
+  }());
+}
+
+TEST_F(ClusterLoadBalancerTest, RingHashSpreadsRandomHashesByEndpointTimesLocalityWeight) {
+  // Locality weights 1 and 2, endpoint weights 1 and 1: shares 1/3, 2/3.
+  EndpointResource endpoints = MakeEndpoints({{{Addr(0)}, {Addr(1)}}}, {{1, 2}});
+  lb_->Update(RingHashCluster(), endpoints);
+  loop_->BlockOn([&]() -> Task<void> {
+    // Connect both by picking each once (ring_hash connects on picks).
+    std::map<std::string, int> counts;
+    const bool ready = co_await WaitUntil(*loop_, [&] {
+      Pick(ThreadRandom());
+      return pool_->size() == 2 && pool_->Get(backends_[0]->address())->state() == State::kReady &&
+             pool_->Get(backends_[1]->address())->state() == State::kReady;
+    });
+    CO_ASSERT_TRUE(ready);
+    constexpr int kPicks = 40000;
+    for (int i = 0; i < kPicks; ++i) {
+      Pick(ThreadRandom());
+      ++counts[last_address_];
+    }
+    // The ring (1024 entries) gives each endpoint its share to within a
+    // few percent; random hashes add about 0.7 % (3 sigma).
+    EXPECT_NEAR(counts[Addr(0)] / double{kPicks}, 1.0 / 3, 0.04);
+    EXPECT_NEAR(counts[Addr(1)] / double{kPicks}, 2.0 / 3, 0.04);
+  }());
+}
+
+TEST_F(ClusterLoadBalancerTest, RingHashSameHashSameEndpoint) {
+  lb_->Update(RingHashCluster(), MakeEndpoints({{{Addr(0), Addr(1), Addr(2), Addr(3)}}}));
+  loop_->BlockOn([&]() -> Task<void> {
+    for (uint64_t hash : {1ull, 0x8000000000000000ull, 0x1234567890abcdefull}) {
+      const std::string first = co_await PickUntilComplete(hash);
+      CO_ASSERT_TRUE(!first.empty());
+      for (int i = 0; i < 50; ++i) {
+        Pick(hash);
+        EXPECT_EQ(last_address_, first);
+      }
+    }
+  }());
+}
+
+TEST_F(ClusterLoadBalancerTest, RingHashRequestHashHeaderFromTheCluster) {
+  // A76: the Cluster's ring_hash_experimental config names the header.
+  ClusterResource cluster = RingHashCluster();
+  cluster.lb_policy.request_hash_header = "x-user";
+  lb_->Update(cluster, MakeEndpoints({{{Addr(0), Addr(1), Addr(2), Addr(3)}}}));
+  auto pick_for = [&](const std::string& user, uint64_t channel_hash) -> std::string {
+    const PickHeader headers[] = {{"x-user", user}};
+    PickArgs args;
+    args.headers = headers;
+    args.hash = channel_hash;
+    PickScope scope(lb_->picker_slot());
+    const PickResult r = scope.Pick(args);
+    if (r.kind != PickResult::Kind::kComplete) return "";
+    CallEnded(r.call_counter);
+    return r.endpoint->address;
+  };
+  loop_->BlockOn([&]() -> Task<void> {
+    // Header values spread over the ring connect every endpoint.
+    const bool all_ready = co_await WaitUntil(*loop_, [&] {
+      for (int i = 0; i < 64; ++i) pick_for("user-" + std::to_string(i), 0);
+      size_t ready = 0;
+      for (size_t b = 0; b < 4; ++b) {
+        ready += pool_->Get(backends_[b]->address())->state() == State::kReady;
+      }
+      return ready == 4;
+    });
+    CO_ASSERT_TRUE(all_ready);
+    std::set<std::string> endpoints_seen;
+    for (int i = 0; i < 64; ++i) {
+      const std::string user = "user-" + std::to_string(i);
+      const std::string first = pick_for(user, 1);
+      EXPECT_FALSE(first.empty());
+      endpoints_seen.insert(first);
+      // The header decides; the hash the channel passes does not.
+      for (uint64_t h : {2ull, 0xffffffffffffffffull, 0x8000000000000000ull}) {
+        EXPECT_EQ(pick_for(user, h), first) << user;
+      }
+    }
+    EXPECT_GT(endpoints_seen.size(), 1u);  // different users, different endpoints
+  }());
+}
+
+TEST_F(ClusterLoadBalancerTest, RoundRobinFailsOverToTheNextPriorityAndRecovers) {
+  lb_->Update(RoundRobinCluster(), MakeEndpoints({{{Addr(0), Addr(1)}}, {{Addr(2)}}}));
+  loop_->BlockOn([&]() -> Task<void> {
+    const std::string first = co_await PickUntilComplete();
+    EXPECT_TRUE(first == Addr(0) || first == Addr(1)) << first;
+    EXPECT_EQ(lb_->priority()->current_priority(), 0);
+    // Priority 0's servers stop: its endpoints fail, priority 1 takes over.
+    co_await backends_[0]->Stop();
+    co_await backends_[1]->Stop();
+    const bool failed_over = co_await WaitUntil(*loop_, [&] {
+      return Pick().kind == PickResult::Kind::kComplete && last_address_ == Addr(2);
+    });
+    EXPECT_TRUE(failed_over);
+    EXPECT_EQ(lb_->priority()->current_priority(), 1);
+    // One of them returns: picks go back to priority 0, priority 1 is
+    // deactivated and, after the retention interval, deleted.
+    EXPECT_TRUE(backends_[0]->Start().ok());
+    const bool recovered = co_await WaitUntil(*loop_, [&] {
+      return Pick().kind == PickResult::Kind::kComplete && last_address_ == Addr(0);
+    });
+    EXPECT_TRUE(recovered);
+    EXPECT_EQ(lb_->priority()->current_priority(), 0);
+    EXPECT_TRUE(lb_->priority()->child_deactivated(1));
+    const bool deleted =
+        co_await WaitUntil(*loop_, [&] { return lb_->priority()->child_count() == 1; });
+    EXPECT_TRUE(deleted);
+  }());
+}
+
+TEST_F(ClusterLoadBalancerTest, RingHashFailoverTimerMovesOnFromAPriorityStuckConnecting) {
+  // Priority 0 never answers (its connection attempt lasts 20 s); the
+  // failover timer (300 ms here) lets priority 1 serve.
+  lb_testing::Blackhole blackhole;
+  lb_->Update(RingHashCluster(), MakeEndpoints({{{blackhole.address().ToString()}}, {{Addr(3)}}}));
+  loop_->BlockOn([&]() -> Task<void> {
+    EXPECT_EQ(Pick(42).kind, PickResult::Kind::kQueue);  // priority 0, IDLE: connects
+    const bool connecting = co_await WaitForLbState(State::kConnecting);
+    EXPECT_TRUE(connecting);
+    EXPECT_TRUE(lb_->priority()->child_failover_timer_pending(0));  // A42 restart on CONNECTING
+    const std::string picked = co_await PickUntilComplete(42);
+    EXPECT_EQ(picked, Addr(3));
+    EXPECT_EQ(lb_->priority()->current_priority(), 1);
+  }());
+}
+
+TEST_F(ClusterLoadBalancerTest,
+       RingHashReportsFailureAfterTwoEndpointsFailAndRecoversWithoutPicks) {
+  const SocketAddress refused1 = lb_testing::RefusedAddress();
+  const SocketAddress refused2 = lb_testing::RefusedAddress();
+  lb_->Update(RingHashCluster(),
+              MakeEndpoints({{{refused1.ToString(), refused2.ToString(), Addr(0)}}}));
+  loop_->BlockOn([&]() -> Task<void> {
+    EXPECT_EQ(lb_->state(), State::kIdle);  // rule 5: all IDLE
+    // Picks that land on the refused endpoints make them fail; after two
+    // failures the policy reports TRANSIENT_FAILURE (rule 2) ...
+    bool saw_failure = false;
+    lb_->SetStateObserver([&](State s, const Status&) {
+      if (s == State::kTransientFailure) saw_failure = true;
+    });
+    auto sub1 = pool_->Get(refused1);
+    auto sub2 = pool_->Get(refused2);
+    sub1->RequestConnection();
+    sub2->RequestConnection();
+    // ... and it keeps one attempt going on its own, so the IDLE endpoint
+    // is connected without any pick and the policy becomes READY.
+    const bool ready = co_await WaitForLbState(State::kReady);
+    EXPECT_TRUE(ready);
+    EXPECT_TRUE(saw_failure);
+    EXPECT_EQ(pool_->Get(backends_[0]->address())->state(), State::kReady);
+  }());
+}
+
+TEST_F(ClusterLoadBalancerTest, RingHashAggregationRules) {
+  using P = RingHashPolicy;
+  // ready, connecting, idle, transient_failure
+  EXPECT_EQ(P::Aggregate(1, 0, 0, 5), State::kReady);             // 1
+  EXPECT_EQ(P::Aggregate(0, 3, 1, 2), State::kTransientFailure);  // 2
+  EXPECT_EQ(P::Aggregate(0, 1, 3, 1), State::kConnecting);        // 3
+  EXPECT_EQ(P::Aggregate(0, 0, 3, 1), State::kConnecting);        // 4
+  EXPECT_EQ(P::Aggregate(0, 0, 3, 0), State::kIdle);              // 5
+  EXPECT_EQ(P::Aggregate(0, 0, 0, 1), State::kTransientFailure);  // 6 (one endpoint)
+  EXPECT_EQ(P::Aggregate(0, 0, 0, 0), State::kTransientFailure);  // 6 (none)
+}
+
+TEST_F(ClusterLoadBalancerTest, DropOverloadsDropTheirShareWithTheCategoryInTheStatus) {
+  EndpointResource endpoints = MakeEndpoints({{{Addr(0)}}});
+  endpoints.drop_overloads = {{"throttle", 250000}};
+  lb_->Update(RoundRobinCluster(), endpoints);
+  loop_->BlockOn([&]() -> Task<void> {
+    const std::string first = co_await PickUntilComplete();
+    CO_ASSERT_TRUE(!first.empty());
+    constexpr int kPicks = 40000;
+    int dropped = 0;
+    for (int i = 0; i < kPicks; ++i) {
+      const PickResult r = Pick();
+      if (r.kind == PickResult::Kind::kFail) {
+        ++dropped;
+        EXPECT_TRUE(r.drop);
+        EXPECT_EQ(r.status->ToString(), "UNAVAILABLE: EDS-configured drop: throttle");
+      }
+    }
+    EXPECT_NEAR(dropped / double{kPicks}, 0.25, 0.015);
+  }());
+}
+
+TEST_F(ClusterLoadBalancerTest, CircuitBreakerDropsOverMaxRequests) {
+  ClusterResource cluster = RoundRobinCluster();
+  cluster.max_concurrent_requests = 2;
+  lb_->Update(cluster, MakeEndpoints({{{Addr(0)}}}));
+  loop_->BlockOn([&]() -> Task<void> {
+    const bool ready = co_await WaitForLbState(State::kReady);
+    CO_ASSERT_TRUE(ready);
+    const PickResult a = Pick(std::nullopt, /*hold_call=*/true);
+    const PickResult b = Pick(std::nullopt, /*hold_call=*/true);
+    EXPECT_EQ(a.kind, PickResult::Kind::kComplete);
+    EXPECT_EQ(b.kind, PickResult::Kind::kComplete);
+    EXPECT_EQ(lb_->calls_in_flight(), 2);
+    const PickResult c = Pick(std::nullopt, /*hold_call=*/true);
+    CO_ASSERT_TRUE(c.kind == PickResult::Kind::kFail);
+    EXPECT_TRUE(c.drop);
+    EXPECT_EQ(c.status->ToString(), "UNAVAILABLE: circuit breaker drop");
+    CallEnded(a.call_counter);
+    EXPECT_EQ(Pick().kind, PickResult::Kind::kComplete);
+    CallEnded(b.call_counter);
+  }());
+}
+
+TEST_F(ClusterLoadBalancerTest, NoEndpointsFailsPicksWithUnavailable) {
+  lb_->Update(RoundRobinCluster(), EndpointResource{});
+  EXPECT_EQ(lb_->state(), State::kTransientFailure);
+  const PickResult r = Pick();
+  ASSERT_EQ(r.kind, PickResult::Kind::kFail);
+  EXPECT_EQ(r.status->code(), StatusCode::kUnavailable);
+}
+
+TEST_F(ClusterLoadBalancerTest, UnhealthyEndpointsTakeNoTraffic) {
+  EndpointResource endpoints = MakeEndpoints({{{Addr(0), Addr(1)}}});
+  endpoints.priorities[0].localities[0].endpoints[1].health_status =
+      EndpointResource::HealthStatus::kUnhealthy;
+  lb_->Update(RoundRobinCluster(), endpoints);
+  loop_->BlockOn([&]() -> Task<void> {
+    const std::string first = co_await PickUntilComplete();
+    EXPECT_EQ(first, Addr(0));
+    for (int i = 0; i < 20; ++i) {
+      Pick();
+      EXPECT_EQ(last_address_, Addr(0));
+    }
+    EXPECT_EQ(pool_->size(), 1u);
+  }());
+}
+
+TEST_F(ClusterLoadBalancerTest, EndpointUpdatesKeepConnectionsToKeptAddresses) {
+  lb_->Update(RoundRobinCluster(), MakeEndpoints({{{Addr(0), Addr(1)}}}));
+  loop_->BlockOn([&]() -> Task<void> {
+    const bool ready = co_await WaitUntil(*loop_, [&] {
+      return pool_->size() == 2 && pool_->Get(backends_[0]->address())->state() == State::kReady;
+    });
+    CO_ASSERT_TRUE(ready);
+    const uint64_t attempts = pool_->Get(backends_[0]->address())->connection_attempts();
+    lb_->Update(RoundRobinCluster(), MakeEndpoints({{{Addr(0), Addr(2)}}}));
+    EXPECT_EQ(pool_->Get(backends_[0]->address())->state(), State::kReady);
+    EXPECT_EQ(pool_->Get(backends_[0]->address())->connection_attempts(), attempts);
+    // Addr(1) is released once the pickers naming it are reclaimed.
+    const bool released = co_await WaitUntil(
+        *loop_, [&] { return Pick().kind == PickResult::Kind::kComplete && pool_->size() == 2; });
+    EXPECT_TRUE(released);
+  }());
+}
+
+}  // namespace
+}  // namespace uxds

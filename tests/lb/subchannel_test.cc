@@ -1,0 +1,187 @@
+// Subchannels against real endpoints on loopback: states, gRPC connection
+// backoff with sticky TRANSIENT_FAILURE, one per address, requests from
+// other threads.
+#include "lb/subchannel.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "lb/lb_test_util.h"
+
+namespace uxds {
+namespace {
+
+using lb_testing::Backend;
+using lb_testing::WaitForState;
+
+class SubchannelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto loop = Loop::Create();
+    ASSERT_TRUE(loop.ok()) << loop.status().ToString();
+    loop_ = std::move(*loop);
+    pool_ = SubchannelPool::Create(*loop_, lb_testing::FastSubchannelOptions());
+  }
+  void TearDown() override {
+    loop_->BlockOn(pool_->Shutdown());
+    pool_.reset();
+  }
+
+  std::unique_ptr<Loop> loop_;
+  std::shared_ptr<SubchannelPool> pool_;
+};
+
+TEST_F(SubchannelTest, StartsIdleAndConnectsOnlyWhenAsked) {
+  Backend backend(*loop_);
+  ASSERT_TRUE(backend.Start().ok());
+  loop_->BlockOn([&]() -> Task<void> {
+    SubchannelRef s = pool_->Get(backend.address());
+    EXPECT_EQ(s->state(), ConnectivityState::kIdle);
+    (void)co_await SleepFor(*loop_, std::chrono::milliseconds(50));
+    EXPECT_EQ(s->state(), ConnectivityState::kIdle);  // nobody asked
+    EXPECT_EQ(s->connection_attempts(), 0u);
+    std::vector<ConnectivityState> seen;
+    s->AddWatcher([&seen](ConnectivityState st, const Status&) { seen.push_back(st); });
+    s->RequestConnection();
+    const bool ready = co_await WaitForState(*loop_, s.get(), ConnectivityState::kReady);
+    EXPECT_TRUE(ready);
+    EXPECT_NE(s->connection(), nullptr);
+    EXPECT_EQ(seen, (std::vector<ConnectivityState>{ConnectivityState::kConnecting,
+                                                    ConnectivityState::kReady}));
+    EXPECT_EQ(s->address(), backend.address_text());
+    EXPECT_EQ(s->endpoint().subchannel, s.get());
+    co_await backend.Stop();
+  }());
+}
+
+TEST_F(SubchannelTest, OnePerAddressSharedByEveryUser) {
+  const SocketAddress a = SocketAddress::Loopback4(1);
+  const SocketAddress b = SocketAddress::Loopback4(2);
+  {
+    SubchannelRef first = pool_->Get(a);
+    SubchannelRef second = pool_->Get(a);
+    SubchannelRef other = pool_->Get(b);
+    EXPECT_EQ(first.get(), second.get());
+    EXPECT_NE(first.get(), other.get());
+    EXPECT_EQ(pool_->size(), 2u);
+  }
+  // The last reference shuts a subchannel down.
+  EXPECT_EQ(pool_->size(), 0u);
+}
+
+TEST_F(SubchannelTest, RefusedConnectionIsStickyTransientFailureAndRetriesWithBackoff) {
+  const SocketAddress refused = lb_testing::RefusedAddress();
+  loop_->BlockOn([&]() -> Task<void> {
+    SubchannelRef s = pool_->Get(refused);
+    std::vector<ConnectivityState> seen;
+    s->AddWatcher([&seen](ConnectivityState st, const Status&) { seen.push_back(st); });
+    s->RequestConnection();
+    const bool failed =
+        co_await WaitForState(*loop_, s.get(), ConnectivityState::kTransientFailure);
+    EXPECT_TRUE(failed);
+    EXPECT_EQ(s->last_failure().code(), StatusCode::kUnavailable) << s->last_failure().ToString();
+    // It keeps trying after each backoff (100 ms, 160 ms, 256 ms, 300 ms ...)
+    // without leaving TRANSIENT_FAILURE in between.
+    const bool retried = co_await lb_testing::WaitUntil(
+        *loop_, [&] { return s->connection_attempts() >= 4; }, std::chrono::seconds(10));
+    EXPECT_TRUE(retried);
+    EXPECT_EQ(seen, (std::vector<ConnectivityState>{ConnectivityState::kConnecting,
+                                                    ConnectivityState::kTransientFailure}));
+  }());
+}
+
+TEST_F(SubchannelTest, RecoversWhenTheServerComesBackAndGoesIdleWhenItLeaves) {
+  Backend backend(*loop_);
+  ASSERT_TRUE(backend.Start().ok());
+  loop_->BlockOn([&]() -> Task<void> {
+    co_await backend.Stop();  // the port is known now, and closed
+    SubchannelRef s = pool_->Get(backend.address());
+    s->RequestConnection();
+    const bool failed =
+        co_await WaitForState(*loop_, s.get(), ConnectivityState::kTransientFailure);
+    EXPECT_TRUE(failed);
+    EXPECT_TRUE(backend.Start().ok());
+    const bool ready = co_await WaitForState(*loop_, s.get(), ConnectivityState::kReady);
+    EXPECT_TRUE(ready);
+    // A lost connection makes the subchannel IDLE (gRPC), not failed.
+    co_await backend.Stop();
+    const bool idle = co_await WaitForState(*loop_, s.get(), ConnectivityState::kIdle);
+    EXPECT_TRUE(idle);
+    EXPECT_EQ(s->connection(), nullptr);
+  }());
+}
+
+TEST_F(SubchannelTest, GoawayMakesItIdleAtOnceWhileCallsInFlightFinish) {
+  Backend backend(*loop_);
+  ASSERT_TRUE(backend.Start().ok());
+  loop_->BlockOn([&]() -> Task<void> {
+    SubchannelRef s = pool_->Get(backend.address());
+    s->RequestConnection();
+    const bool ready = co_await WaitForState(*loop_, s.get(), ConnectivityState::kReady);
+    CO_ASSERT_TRUE(ready);
+    std::unique_ptr<http2::ClientCall> call = s->connection()->StartCall("/test.Echo/Hold");
+    const Status written = co_await call->WritesDone();
+    EXPECT_TRUE(written.ok()) << written.ToString();
+    const bool started = co_await lb_testing::WaitUntil(
+        *loop_, [&] { return backend.probe().handlers_started == 1; });
+    CO_ASSERT_TRUE(started);
+    // The server drains: GOAWAY now, the held call may finish within 10 s.
+    TaskGroup stopping(*loop_);
+    stopping.Spawn(backend.Stop(std::chrono::seconds(10)));
+    const bool idle = co_await WaitForState(*loop_, s.get(), ConnectivityState::kIdle);
+    EXPECT_TRUE(idle);
+    EXPECT_TRUE(backend.running());  // still draining
+    // The call in flight on the old connection still completes.
+    backend.probe().release.Set();
+    const Status finished = co_await call->Finish();
+    EXPECT_TRUE(finished.ok()) << finished.ToString();
+    co_await stopping.Join();
+  }());
+}
+
+TEST_F(SubchannelTest, ConnectTimeoutIsAtLeastTheMinimum) {
+  lb_testing::Blackhole blackhole;
+  SubchannelOptions options = lb_testing::FastSubchannelOptions();
+  options.min_connect_timeout = std::chrono::milliseconds(300);
+  auto pool = SubchannelPool::Create(*loop_, options);
+  loop_->BlockOn([&]() -> Task<void> {
+    SubchannelRef s = pool->Get(blackhole.address());
+    s->RequestConnection();
+    const bool connecting = co_await WaitForState(*loop_, s.get(), ConnectivityState::kConnecting);
+    EXPECT_TRUE(connecting);
+    (void)co_await SleepFor(*loop_, std::chrono::milliseconds(150));
+    EXPECT_EQ(s->state(), ConnectivityState::kConnecting);  // still within 300 ms
+    const bool failed =
+        co_await WaitForState(*loop_, s.get(), ConnectivityState::kTransientFailure);
+    EXPECT_TRUE(failed);
+    EXPECT_EQ(s->last_failure().code(), StatusCode::kDeadlineExceeded)
+        << s->last_failure().ToString();
+    s = SubchannelRef();
+    co_await pool->Shutdown();
+  }());
+}
+
+TEST_F(SubchannelTest, ConnectionRequestFromAnotherThread) {
+  Backend backend(*loop_);
+  ASSERT_TRUE(backend.Start().ok());
+  loop_->BlockOn([&]() -> Task<void> {
+    SubchannelRef s = pool_->Get(backend.address());
+    Subchannel* raw = s.get();
+    // Several threads ask at once; one connection attempt results.
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 4; ++i) {
+      threads.emplace_back([raw] {
+        for (int j = 0; j < 100; ++j) raw->RequestConnectionFromAnyThread();
+      });
+    }
+    for (auto& t : threads) t.join();
+    const bool ready = co_await WaitForState(*loop_, raw, ConnectivityState::kReady);
+    EXPECT_TRUE(ready);
+    EXPECT_EQ(raw->connection_attempts(), 1u);
+    co_await backend.Stop();
+  }());
+}
+
+}  // namespace
+}  // namespace uxds
