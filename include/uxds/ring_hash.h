@@ -94,7 +94,7 @@ class Ring {
     const uint64_t bucket = hash >> bucket_shift_;
     const uint32_t lo = bucket_start_[bucket];
     const uint32_t in_bucket = bucket_start_[bucket + 1] - lo;
-    if (in_bucket > kScanWindow) [[unlikely]] {
+    if (in_bucket > window_) [[unlikely]] {
       return BinarySearchIn(hash, lo, lo + in_bucket);
     }
     // Entries are sorted, so the answer is `lo` plus the number of the
@@ -105,10 +105,10 @@ class Ring {
     // and a misprediction also discards the cache misses that later,
     // independent picks had already started.
     const Entry* e = entries_.data() + lo;
-    static_assert(kScanWindow == 4);
-    const size_t index =
-        lo + static_cast<size_t>(e[0].hash < hash) + static_cast<size_t>(e[1].hash < hash) +
-        static_cast<size_t>(e[2].hash < hash) + static_cast<size_t>(e[3].hash < hash);
+    size_t index = lo + CountBelow(e, hash);
+    // Large rings have fewer, fuller buckets (see BuildIndexAndSort); the
+    // branch goes the same way for every pick of a ring.
+    if (window_ == kWideScanWindow) index += CountBelow(e + kScanWindow, hash);
     return index == size_ ? 0 : index;
   }
 
@@ -117,17 +117,27 @@ class Ring {
   size_t FindIndexByBinarySearch(uint64_t hash) const;
 
  private:
-  // Buckets of up to this many entries are scanned; fuller ones (about 2 %
-  // at one entry per bucket on average) are binary searched.
+  // Buckets of up to window_ entries are scanned; fuller ones (about 2 %
+  // of them) are binary searched.
   static constexpr uint32_t kScanWindow = 4;
+  // Rings of at least kWideFrom entries use about 4 entries per bucket and
+  // scan 8: a quarter of the table, which then stays in cache.
+  static constexpr uint32_t kWideScanWindow = 8;
+  static constexpr size_t kWideFrom = size_t{1} << 18;
+  static size_t CountBelow(const Entry* e, uint64_t hash) {
+    static_assert(kScanWindow == 4);
+    return static_cast<size_t>(e[0].hash < hash) + static_cast<size_t>(e[1].hash < hash) +
+           static_cast<size_t>(e[2].hash < hash) + static_cast<size_t>(e[3].hash < hash);
+  }
   static constexpr uint32_t kInsertionSortLimit = 32;
   size_t BinarySearchIn(uint64_t hash, uint32_t lo, uint32_t hi) const;
   void BuildIndexAndSort(std::vector<Entry> unsorted);
 
-  // The sorted entries, then kScanWindow padding entries that FindIndex may
-  // read but never counts.
-  std::vector<Entry> entries_ = std::vector<Entry>(kScanWindow, Entry{UINT64_MAX, 0});
+  // The sorted entries, then kWideScanWindow padding entries that FindIndex
+  // may read but never counts.
+  std::vector<Entry> entries_ = std::vector<Entry>(kWideScanWindow, Entry{UINT64_MAX, 0});
   size_t size_ = 0;
+  uint32_t window_ = kScanWindow;  // kScanWindow or kWideScanWindow
   // bucket_start_[b] = first entry whose hash >> bucket_shift_ >= b; one
   // extra element (= size()) closes the last bucket.
   std::vector<uint32_t> bucket_start_{0, 0, 0};

@@ -114,7 +114,11 @@ Ring Ring::Build(std::span<const RingEndpoint> endpoints, const RingSizeConfig& 
 // in which they were generated.
 void Ring::BuildIndexAndSort(std::vector<Entry> unsorted) {
   const size_t n = unsorted.size();
-  const unsigned bits = std::max(1u, static_cast<unsigned>(std::bit_width(n - 1)));
+  // About one entry per bucket; about 4 for large rings, whose table
+  // would otherwise be a quarter of the ring's size and miss the cache.
+  window_ = n >= kWideFrom ? kWideScanWindow : kScanWindow;
+  const unsigned wide_shift = window_ == kWideScanWindow ? 2 : 0;
+  const unsigned bits = std::max(1u, static_cast<unsigned>(std::bit_width(n - 1)) - wide_shift);
   bucket_shift_ = 64 - bits;
   const size_t buckets = size_t{1} << bits;
   ReserveForRandomReads(bucket_start_, buckets + 1);
@@ -122,8 +126,8 @@ void Ring::BuildIndexAndSort(std::vector<Entry> unsorted) {
   for (const Entry& e : unsorted) ++bucket_start_[(e.hash >> bucket_shift_) + 1];
   for (size_t b = 1; b <= buckets; ++b) bucket_start_[b] += bucket_start_[b - 1];
   size_ = n;
-  ReserveForRandomReads(entries_, n + kScanWindow);
-  entries_.assign(n + kScanWindow, Entry{UINT64_MAX, 0});
+  ReserveForRandomReads(entries_, n + kWideScanWindow);
+  entries_.assign(n + kWideScanWindow, Entry{UINT64_MAX, 0});
   std::vector<uint32_t> fill(bucket_start_.begin(), bucket_start_.end() - 1);
   for (const Entry& e : unsorted) entries_[fill[e.hash >> bucket_shift_]++] = e;
   for (size_t b = 0; b < buckets; ++b) {
