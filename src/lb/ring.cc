@@ -1,4 +1,8 @@
 // A42 ring construction and lookup (see uxds/ring_hash.h).
+#include <sys/mman.h>
+// Inlined: hashing `<key>_<n>` is a few dozen instructions, less than a
+// call into the shared library's length-generic code.
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include <algorithm>
@@ -44,6 +48,21 @@ size_t FormatDecimal(uint64_t n, char* out) {
   } while (n != 0);
   for (size_t i = 0; i < len; ++i) out[i] = digits[len - 1 - i];
   return len;
+}
+
+// Makes `v` empty with room for `n` elements, untouched yet. A large ring
+// is read at random places: where the kernel gives transparent huge pages
+// on request (madvise mode), ask for them, so a lookup costs its cache
+// misses and not also a page walk each. Only a hint; failure changes nothing.
+template <typename T>
+void ReserveForRandomReads(std::vector<T>& v, size_t n) {
+  std::vector<T>().swap(v);
+  v.reserve(n);
+  constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
+  const uintptr_t data = reinterpret_cast<uintptr_t>(v.data());
+  const uintptr_t begin = (data + kHugePage - 1) & ~(kHugePage - 1);
+  const uintptr_t end = (data + n * sizeof(T)) & ~(kHugePage - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
 }
 
 }  // namespace
@@ -95,13 +114,20 @@ Ring Ring::Build(std::span<const RingEndpoint> endpoints, const RingSizeConfig& 
 // in which they were generated.
 void Ring::BuildIndexAndSort(std::vector<Entry> unsorted) {
   const size_t n = unsorted.size();
-  const unsigned bits = std::max(1u, static_cast<unsigned>(std::bit_width(n - 1)));
+  // About one entry per bucket; about 4 for large rings, whose table
+  // would otherwise be a quarter of the ring's size and miss the cache.
+  window_ = n >= kWideFrom ? kWideScanWindow : kScanWindow;
+  const unsigned wide_shift = window_ == kWideScanWindow ? 2 : 0;
+  const unsigned bits = std::max(1u, static_cast<unsigned>(std::bit_width(n - 1)) - wide_shift);
   bucket_shift_ = 64 - bits;
   const size_t buckets = size_t{1} << bits;
+  ReserveForRandomReads(bucket_start_, buckets + 1);
   bucket_start_.assign(buckets + 1, 0);
   for (const Entry& e : unsorted) ++bucket_start_[(e.hash >> bucket_shift_) + 1];
   for (size_t b = 1; b <= buckets; ++b) bucket_start_[b] += bucket_start_[b - 1];
-  entries_.resize(n);
+  size_ = n;
+  ReserveForRandomReads(entries_, n + kWideScanWindow);
+  entries_.assign(n + kWideScanWindow, Entry{UINT64_MAX, 0});
   std::vector<uint32_t> fill(bucket_start_.begin(), bucket_start_.end() - 1);
   for (const Entry& e : unsorted) entries_[fill[e.hash >> bucket_shift_]++] = e;
   for (size_t b = 0; b < buckets; ++b) {
@@ -130,13 +156,13 @@ size_t Ring::BinarySearchIn(uint64_t hash, uint32_t lo, uint32_t hi) const {
   const auto it = std::lower_bound(entries_.begin() + lo, entries_.begin() + hi, hash,
                                    [](const Entry& e, uint64_t h) { return e.hash < h; });
   const size_t index = static_cast<size_t>(it - entries_.begin());
-  return index == entries_.size() ? 0 : index;
+  return index == size_ ? 0 : index;
 }
 
 size_t Ring::FindIndexByBinarySearch(uint64_t hash) const {
   // The loop Envoy and gRPC run: lowbound/highbound over the sorted ring.
   size_t low = 0;
-  size_t high = entries_.size();
+  size_t high = size_;
   while (low < high) {
     const size_t mid = low + (high - low) / 2;
     if (entries_[mid].hash < hash) {
@@ -145,7 +171,7 @@ size_t Ring::FindIndexByBinarySearch(uint64_t hash) const {
       high = mid;
     }
   }
-  return low == entries_.size() ? 0 : low;
+  return low == size_ ? 0 : low;
 }
 
 }  // namespace uxds

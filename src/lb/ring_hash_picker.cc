@@ -46,7 +46,18 @@ PickResult RingHashPicker::Pick(const PickArgs& args) const {
 // A42's pseudo-code, branch for branch.
 PickResult RingHashPicker::PickForHash(uint64_t hash) const {
   const size_t first = ring_->FindIndex(hash);
-  switch (StateAt(first)) {
+  // The common case first, the endpoint looked up once.
+  const Subchannel* subchannel = subchannels_[(*ring_)[first].endpoint];
+  const ConnectivityState state = subchannel->state();
+  if (state == ConnectivityState::kReady) [[likely]] {
+    return PickResult::Complete(&subchannel->endpoint());
+  }
+  return PickFromNotReady(first, state);
+}
+
+// Out of line: the READY path then saves no registers.
+PickResult RingHashPicker::PickFromNotReady(size_t first, ConnectivityState state) const {
+  switch (state) {
     case ConnectivityState::kReady:
       return CompleteAt(first);
     case ConnectivityState::kIdle:

@@ -28,6 +28,8 @@ class RingHashPicker final : public Picker {
 
  private:
   PickResult PickForRandomHash(uint64_t hash) const;
+  // PickForHash when the first endpoint is not READY.
+  [[gnu::noinline]] PickResult PickFromNotReady(size_t first, ConnectivityState state) const;
   ConnectivityState StateAt(size_t ring_index) const {
     return subchannels_[ring_->operator[](ring_index).endpoint]->state();
   }

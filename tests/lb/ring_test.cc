@@ -316,6 +316,9 @@ TEST(RingTest, FindIndexEqualsBinarySearchOnSeveralRingSizes) {
   for (size_t i = 7; i < 14; ++i) weighted[i].weight = 1000;
   ExpectLookupsAgree(weighted, RingSizeConfig{1024, 4096}, 7);  // 4097
   ExpectLookupsAgree(EqualEndpoints(100), RingSizeConfig{65536, kMax, 65536}, 8);
+  // From 2^18 entries on, about 4 entries per bucket and a wider scan.
+  ExpectLookupsAgree(EqualEndpoints(100), RingSizeConfig{(1 << 18) - 1, kMax, 1 << 18}, 12);
+  ExpectLookupsAgree(EqualEndpoints(100), RingSizeConfig{1 << 18, kMax, 1 << 18}, 13);
   ExpectLookupsAgree(EqualEndpoints(100), RingSizeConfig{1 << 20, kMax, 1 << 20}, 9);
 }
 
@@ -341,6 +344,8 @@ TEST(RingTest, EndpointsSharingAHashKeyCrowdABucket) {
   // Every entry on a ring that is one crowded run per key.
   std::vector<RingEndpoint> all_same(100, RingEndpoint{"k", 1});
   ExpectLookupsAgree(all_same, RingSizeConfig{1000, 1000}, 11);
+  // The same on a large ring (the wider buckets).
+  ExpectLookupsAgree(all_same, RingSizeConfig{1 << 18, 1 << 18, 1 << 18}, 14);
 }
 
 TEST(RingTest, EmptyEndpointListGivesAnEmptyRing) {
