@@ -16,12 +16,78 @@ namespace uxds {
 
 namespace bootstrap_internal {
 
+// The server_uri forms the XdsClient can connect to: "host:port",
+// "[v6]:port", optionally behind "dns:///", "dns:", "ipv4:" or "ipv6:". A
+// port outside 1-65535 would otherwise reach getaddrinfo, which takes its
+// low 16 bits; a unix socket or a DNS server of its own is not supported.
+void CheckServerUri(std::string_view uri, ValidationErrors& errors) {
+  for (std::string_view unsupported : {"unix:", "unix-abstract:", "vsock:"}) {
+    if (uri.starts_with(unsupported)) {
+      errors.Add("\"" + std::string(unsupported) +
+                 "\" targets are not supported for xDS servers (use host:port)");
+      return;
+    }
+  }
+  if (uri.starts_with("dns://") && !uri.starts_with("dns:///")) {
+    errors.Add("a DNS server in the target is not supported (use dns:///host:port)");
+    return;
+  }
+  for (std::string_view scheme : {"dns:///", "dns:", "ipv4:", "ipv6:"}) {
+    if (uri.starts_with(scheme)) {
+      uri.remove_prefix(scheme.size());
+      break;
+    }
+  }
+  std::string_view port;
+  if (uri.starts_with('[')) {
+    const size_t close = uri.find(']');
+    if (close == std::string_view::npos) {
+      errors.Add("missing ']' after the IPv6 address");
+      return;
+    }
+    if (close + 1 < uri.size()) {
+      if (uri[close + 1] != ':') {
+        errors.Add("expected ':' and a port after ']'");
+        return;
+      }
+      port = uri.substr(close + 2);
+    }
+  } else if (const size_t colon = uri.rfind(':'); colon != std::string_view::npos) {
+    if (uri.find(':') != colon) {
+      errors.Add("an IPv6 address must be in brackets ([::1]:443)");
+      return;
+    }
+    port = uri.substr(colon + 1);
+    if (colon == 0) {
+      errors.Add("the host is empty");
+      return;
+    }
+  }
+  if (uri.empty()) {
+    errors.Add("the host is empty");
+    return;
+  }
+  if (port.data() == nullptr) return;  // no port: gRPC's default, 443
+  uint32_t value = 0;
+  bool numeric = !port.empty() && port.size() <= 5;
+  for (char c : port) {
+    if (c < '0' || c > '9') numeric = false;
+    value = value * 10 + static_cast<uint32_t>(c - '0');
+  }
+  if (!numeric || value < 1 || value > 65535) {
+    errors.Add("port \"" + std::string(port) + "\" is not a number from 1 to 65535");
+  }
+}
+
 void CheckXdsServer(const XdsServerConfig& server, ValidationErrors& errors) {
   // gRPC C++ accepts an empty server_uri and fails later, at connect time;
   // rejecting it here names the field instead.
   if (server.server_uri.empty()) {
     auto field = errors.Scope(".server_uri");
     errors.Add("must be non-empty");
+  } else {
+    auto field = errors.Scope(".server_uri");
+    CheckServerUri(server.server_uri, errors);
   }
   auto field = errors.Scope(".channel_creds");
   const XdsChannelCredentials& credentials = server.channel_credentials;

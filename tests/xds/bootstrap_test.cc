@@ -176,6 +176,37 @@ INSTANTIATE_TEST_SUITE_P(
             R"({"xds_servers": [{"server_uri": "", "channel_creds": [{"type": "insecure"}]}]})",
             "errors validating bootstrap: "
             "[field:xds_servers[0].server_uri error:must be non-empty]"},
+        InvalidCase{
+            "ServerUriPortOutOfRange",
+            R"({"xds_servers": [{"server_uri": "127.0.0.1:99999", "channel_creds": )"
+            R"([{"type": "insecure"}]}, )"
+            R"({"server_uri": "[::1]:0", "channel_creds": [{"type": "insecure"}]}, )"
+            R"({"server_uri": "dns:///xds.example.com:http", "channel_creds": )"
+            R"([{"type": "insecure"}]}]})",
+            "errors validating bootstrap: ["
+            "field:xds_servers[0].server_uri error:port \"99999\" is not a number from 1 to "
+            "65535; "
+            "field:xds_servers[1].server_uri error:port \"0\" is not a number from 1 to 65535; "
+            "field:xds_servers[2].server_uri error:port \"http\" is not a number from 1 to "
+            "65535]"},
+        InvalidCase{
+            "ServerUriUnsupportedForms",
+            R"({"xds_servers": [{"server_uri": "unix:/run/xds.sock", "channel_creds": )"
+            R"([{"type": "insecure"}]}, )"
+            R"({"server_uri": "dns://8.8.8.8/xds.example.com:443", "channel_creds": )"
+            R"([{"type": "insecure"}]}, )"
+            R"({"server_uri": "::1:443", "channel_creds": [{"type": "insecure"}]}, )"
+            R"({"server_uri": "[::1:443", "channel_creds": [{"type": "insecure"}]}, )"
+            R"({"server_uri": ":443", "channel_creds": [{"type": "insecure"}]}]})",
+            "errors validating bootstrap: ["
+            "field:xds_servers[0].server_uri error:\"unix:\" targets are not supported for xDS "
+            "servers (use host:port); "
+            "field:xds_servers[1].server_uri error:a DNS server in the target is not supported "
+            "(use dns:///host:port); "
+            "field:xds_servers[2].server_uri error:an IPv6 address must be in brackets "
+            "([::1]:443); "
+            "field:xds_servers[3].server_uri error:missing ']' after the IPv6 address; "
+            "field:xds_servers[4].server_uri error:the host is empty]"},
         InvalidCase{"ChannelCredsEmpty",
                     R"({"xds_servers": [{"server_uri": "s:1", "channel_creds": []}]})",
                     "errors validating bootstrap: "
