@@ -8,6 +8,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -267,6 +268,34 @@ TEST_F(WatchTest, UsageErrorsExitTwo) {
   auto [help, help_exit] = RunWithStderr({"--help"});
   EXPECT_EQ(help_exit, 0);
   EXPECT_NE(help.find("usage: uxds watch"), std::string::npos) << help;
+}
+
+// `uxds help`: one column of summaries; `uxds help watch` is watch's usage.
+TEST(ToolHelpTest, CommandTableIsAlignedAndHelpNamesACommand) {
+  auto run = [](const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {UXDS_TOOL_PATH};
+    argv.insert(argv.end(), args.begin(), args.end());
+    Subprocess tool = Subprocess::Start(argv);
+    std::vector<std::string> lines;
+    while (std::optional<std::string> line = tool.ReadLine(std::chrono::seconds(20))) {
+      lines.push_back(*line);
+    }
+    EXPECT_EQ(tool.Wait(std::chrono::seconds(20)), 0);
+    return lines;
+  };
+  std::set<size_t> summary_columns;
+  size_t commands = 0;
+  for (const std::string& line : run({"help"})) {
+    if (!line.starts_with("  ")) continue;
+    ++commands;
+    const size_t name_end = line.find(' ', 2);
+    summary_columns.insert(line.find_first_not_of(' ', name_end));
+  }
+  EXPECT_GE(commands, 4u);
+  EXPECT_EQ(summary_columns.size(), 1u);
+  const std::vector<std::string> watch_help = run({"help", "watch"});
+  ASSERT_FALSE(watch_help.empty());
+  EXPECT_TRUE(watch_help[0].starts_with("usage: uxds watch")) << watch_help[0];
 }
 
 TEST_F(WatchTest, BadBootstrapExitsOneNamingTheProblem) {

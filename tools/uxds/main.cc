@@ -1,5 +1,7 @@
 // uxds: the command-line tool. `uxds <command> [args...]`; `uxds help`.
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -18,7 +20,11 @@ const Command kCommands[] = {
 
 void PrintUsage(std::FILE* out) {
   std::fprintf(out, "usage: uxds <command> [args...]\n\ncommands:\n");
-  for (const Command& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
+  // The summaries start in one column, after the longest name.
+  int width = 0;
+  for (const Command& c : kCommands) width = std::max(width, static_cast<int>(std::strlen(c.name)));
+  for (const Command& c : kCommands) std::fprintf(out, "  %-*s  %s\n", width, c.name, c.summary);
+  std::fprintf(out, "\n`uxds help <command>` describes one.\n");
 }
 
 }  // namespace
