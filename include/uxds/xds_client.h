@@ -32,6 +32,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "uxds/bootstrap.h"
@@ -42,9 +44,13 @@
 
 namespace uxds {
 
+class XdsClient;
 namespace xds_internal {
 class XdsClientImpl;
-}
+// For other layers of uxds (the CSDS service, fallback); declared with the
+// implementation in src/xds/client/xds_client_impl.h.
+XdsClientImpl& ImplOf(XdsClient& client);
+}  // namespace xds_internal
 
 struct XdsClientOptions {
   // xDS protocol: "Knowing when a requested resource does not exist".
@@ -172,7 +178,11 @@ class XdsClient {
   // nothing until the first watch.
   static StatusOr<std::unique_ptr<XdsClient>> Create(Loop& loop, Bootstrap bootstrap,
                                                      XdsClientOptions options = {});
-  // Must follow a completed Shutdown() (or use ShutdownAndDestroy()).
+  // Call on the client's loop thread. After a completed Shutdown() it frees
+  // everything at once. Without one (or during one) it is still safe: no
+  // watcher callback runs after it returns, and the shutdown finishes in a
+  // task on the loop, which then frees the rest; that needs the loop to keep
+  // running (a Loop being destroyed finishes its tasks first).
   ~XdsClient();
   XdsClient(const XdsClient&) = delete;
   XdsClient& operator=(const XdsClient&) = delete;
@@ -187,13 +197,22 @@ class XdsClient {
   // Starts watching resource `name` of `type`. Several watchers of one
   // resource share one subscription. A watcher of a resource already cached
   // first gets the resource, then the standing error (A88: "in that order").
-  // An invalid xdstp:// name is reported to the watcher as
-  // OnResourceChanged(INVALID_ARGUMENT), an authority missing from the
-  // bootstrap as OnResourceChanged(FAILED_PRECONDITION); nothing is subscribed.
-  // `type` must outlive the client; two types with one type URL may not be
-  // used in one client.
-  void WatchResource(const XdsResourceType& type, std::string_view name,
-                     std::shared_ptr<XdsResourceWatcherInterface> watcher);
+  // An invalid name (not UTF-8, or an invalid xdstp:// name) is reported to
+  // the watcher as OnResourceChanged(INVALID_ARGUMENT), an authority missing
+  // from the bootstrap as OnResourceChanged(FAILED_PRECONDITION); nothing is
+  // subscribed. `type` must outlive the client; two types with one type URL
+  // may not be used in one client. The watcher's resource type is the
+  // type's: anything else is a compile error.
+  template <typename T>
+  void WatchResource(const XdsResourceTypeImpl<T>& type, std::string_view name,
+                     std::shared_ptr<XdsResourceWatcher<std::type_identity_t<T>>> watcher) {
+    WatchAnyResource(type, name, std::move(watcher));
+  }
+  // The same for a watcher that takes resources of any type untyped.
+  void WatchUntypedResource(const XdsResourceType& type, std::string_view name,
+                            std::shared_ptr<XdsUntypedResourceWatcher> watcher) {
+    WatchAnyResource(type, name, std::move(watcher));
+  }
   // Stops one watch; the last watcher of a name unsubscribes it. No callback
   // reaches `watcher` after this returns.
   void CancelWatch(const XdsResourceType& type, std::string_view name,
@@ -209,11 +228,12 @@ class XdsClient {
 
   Loop& loop() const;
   const Bootstrap& bootstrap() const;
-  // For other layers of uxds (CSDS service, fallback): the implementation.
-  xds_internal::XdsClientImpl& impl() { return *impl_; }
 
  private:
+  friend xds_internal::XdsClientImpl& xds_internal::ImplOf(XdsClient& client);
   explicit XdsClient(std::unique_ptr<xds_internal::XdsClientImpl> impl);
+  void WatchAnyResource(const XdsResourceType& type, std::string_view name,
+                        std::shared_ptr<XdsResourceWatcherInterface> watcher);
   std::unique_ptr<xds_internal::XdsClientImpl> impl_;
 };
 

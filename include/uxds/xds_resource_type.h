@@ -25,6 +25,8 @@
 //     void OnAmbientError(Status status) override;
 //   };
 //   client.WatchResource(ClusterResourceType::Get(), "c1", std::make_shared<MyWatcher>());
+//
+// (a ListenerResource watcher with ClusterResourceType::Get() does not compile).
 #pragma once
 
 #include <memory>
@@ -92,7 +94,10 @@ class XdsResourceType {
   virtual std::string ResourceToJson(const XdsResourceData& resource) const = 0;
 };
 
-// The untyped watcher the XdsClient stores; implement XdsResourceWatcher<T>.
+// What the XdsClient stores for one watch. Applications implement one of its
+// two subclasses: XdsResourceWatcher<T> (the resource as a T, tied to its
+// type at compile time) or XdsUntypedResourceWatcher (the type-erased
+// resource, for code that handles every type alike, e.g. `uxds watch`).
 // Callbacks run on the XdsClient's loop thread, one at a time, never from
 // inside WatchResource()/CancelWatch() or a cache update: they are queued and
 // delivered on a later loop turn, in order. No callback arrives after
@@ -103,15 +108,26 @@ class XdsResourceWatcherInterface {
 
   // A88: a new version of the resource, or an error explaining why it cannot
   // be had. After an error the watcher stops using any resource it got
-  // before (the XdsClient dropped it from its cache too).
+  // before (the XdsClient dropped it from its cache too). Called by the
+  // XdsClient; the subclasses turn it into their OnResourceChanged().
   virtual void OnGenericResourceChanged(StatusOr<XdsResourceData> resource) = 0;
   // A88: an error that does not change which resource the watcher uses (a
   // transient failure, or a data error ignored without fail_on_data_errors).
   // OK clears the previous ambient error.
   virtual void OnAmbientError(Status status) = 0;
+
+ private:
+  // Only the two subclasses below derive from it, so a watcher registered
+  // with the XdsClient is always one of them.
+  template <typename T>
+  friend class XdsResourceWatcher;
+  friend class XdsUntypedResourceWatcher;
+  XdsResourceWatcherInterface() = default;
 };
 
-// A88's watcher for resources of type T.
+// A88's watcher for resources of type T. XdsClient::WatchResource() takes it
+// only with an XdsResourceTypeImpl<T>, so the cast below always holds: a
+// watch of the wrong type does not compile.
 template <typename T>
 class XdsResourceWatcher : public XdsResourceWatcherInterface {
  public:
@@ -124,6 +140,18 @@ class XdsResourceWatcher : public XdsResourceWatcherInterface {
       return;
     }
     OnResourceChanged(std::static_pointer_cast<const T>(*std::move(resource)));
+  }
+};
+
+// A watcher of any type that never looks inside the resource itself: it
+// hands it back to the XdsResourceType it watched (ResourceToJson, ...).
+class XdsUntypedResourceWatcher : public XdsResourceWatcherInterface {
+ public:
+  virtual void OnResourceChanged(StatusOr<XdsResourceData> resource) = 0;
+
+ private:
+  void OnGenericResourceChanged(StatusOr<XdsResourceData> resource) final {
+    OnResourceChanged(std::move(resource));
   }
 };
 

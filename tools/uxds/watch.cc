@@ -177,13 +177,13 @@ void PrintLine(const Json& line) {
 }
 
 // Prints the callbacks of one watched name (on the client's loop thread).
-class PrintingWatcher final : public XdsResourceWatcherInterface {
+class PrintingWatcher final : public XdsUntypedResourceWatcher {
  public:
   PrintingWatcher(XdsClient& client, const WatchType& type, std::string name,
                   Clock::time_point start)
       : client_(client), type_(type), name_(std::move(name)), start_(start) {}
 
-  void OnGenericResourceChanged(StatusOr<XdsResourceData> resource) override {
+  void OnResourceChanged(StatusOr<XdsResourceData> resource) override {
     const std::optional<XdsResourceSnapshot> entry = CacheEntry();
     if (!resource.ok()) {
       Json line = Header("error");
@@ -340,7 +340,7 @@ int RunWatch(const std::vector<std::string>& args) {
     client = *std::move(made);
     for (const std::string& name : watch.names) {
       auto watcher = std::make_shared<PrintingWatcher>(*client, *watch.type, name, start);
-      client->WatchResource(watch.type->get(), name, watcher);
+      client->WatchUntypedResource(watch.type->get(), name, watcher);
       watchers.push_back(std::move(watcher));
     }
   });

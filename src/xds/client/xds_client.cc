@@ -91,7 +91,14 @@ StatusOr<std::unique_ptr<XdsClient>> XdsClient::Create(Loop& loop, Bootstrap boo
 
 XdsClient::XdsClient(std::unique_ptr<xds_internal::XdsClientImpl> impl) : impl_(std::move(impl)) {}
 
-XdsClient::~XdsClient() = default;
+XdsClient::~XdsClient() {
+  assert(impl_->loop().InLoopThread());
+  xds_internal::XdsClientImpl::DestroyAfterShutdown(std::move(impl_));
+}
+
+namespace xds_internal {
+XdsClientImpl& ImplOf(XdsClient& client) { return *client.impl_; }
+}  // namespace xds_internal
 
 Task<void> XdsClient::Shutdown() { return impl_->Shutdown(); }
 
@@ -103,8 +110,8 @@ void XdsClient::ShutdownAndDestroy(std::unique_ptr<XdsClient> client) {
   loop.Spawn(shutdown(std::move(client)));
 }
 
-void XdsClient::WatchResource(const XdsResourceType& type, std::string_view name,
-                              std::shared_ptr<XdsResourceWatcherInterface> watcher) {
+void XdsClient::WatchAnyResource(const XdsResourceType& type, std::string_view name,
+                                 std::shared_ptr<XdsResourceWatcherInterface> watcher) {
   assert(watcher != nullptr);
   impl_->WatchResource(type, name, std::move(watcher));
 }

@@ -65,7 +65,8 @@ class CsdsClientRegistry::PendingDump {
     std::optional<ClientConfig> config;
     {
       std::lock_guard lock(entry_->mu);
-      if (entry_->client != nullptr) config = entry_->client->impl().DumpClientConfig();
+      if (entry_->client != nullptr)
+        config = xds_internal::ImplOf(*entry_->client).DumpClientConfig();
     }
     delivered_ = true;
     FetchState::Deliver(state_, index_, std::move(config));

@@ -38,7 +38,7 @@ constexpr std::chrono::milliseconds kWait = std::chrono::seconds(30);
 constexpr char kNodeId[] = "csds-test-node";
 
 // Records what one watch was told (on the client's loop thread).
-class Watcher : public XdsResourceWatcherInterface {
+class Watcher : public XdsUntypedResourceWatcher {
  public:
   enum class Kind { kResource, kError, kAmbient };
   struct Event {
@@ -46,7 +46,7 @@ class Watcher : public XdsResourceWatcherInterface {
     Status status;
   };
 
-  void OnGenericResourceChanged(StatusOr<XdsResourceData> resource) override {
+  void OnResourceChanged(StatusOr<XdsResourceData> resource) override {
     Push({resource.ok() ? Kind::kResource : Kind::kError, resource.status()});
   }
   void OnAmbientError(Status status) override { Push({Kind::kAmbient, std::move(status)}); }
@@ -85,7 +85,7 @@ struct TestClient {
 
   std::shared_ptr<Watcher> Watch(const XdsResourceType& type, const std::string& name) {
     auto watcher = std::make_shared<Watcher>();
-    loop->RunSync([&] { client->WatchResource(type, name, watcher); });
+    loop->RunSync([&] { client->WatchUntypedResource(type, name, watcher); });
     return watcher;
   }
 
