@@ -21,7 +21,8 @@ XdsClientImpl::XdsClientImpl(Loop& loop, Bootstrap bootstrap, XdsClientOptions o
       notifications_(loop, bootstrap_.node.id),
       cache_(loop, notifications_,
              {options_.resource_does_not_exist_timeout, options_.resource_transient_error_timeout}),
-      tasks_(loop) {
+      tasks_(loop),
+      shutdown_tasks_(loop) {
   PopulateNodeProto(
       bootstrap_.node, options_.user_agent_name,
       options_.user_agent_version.empty() ? UXDS_VERSION : options_.user_agent_version, &node_);
@@ -29,16 +30,39 @@ XdsClientImpl::XdsClientImpl(Loop& loop, Bootstrap bootstrap, XdsClientOptions o
   tasks_.Spawn(notifications_.Run());
 }
 
-XdsClientImpl::~XdsClientImpl() { assert(shut_down_ && "XdsClient destroyed without Shutdown()"); }
+XdsClientImpl::~XdsClientImpl() {
+  assert(shutdown_ == ShutdownState::kDone && "XdsClientImpl destroyed before its Shutdown()");
+}
 
 Task<void> XdsClientImpl::Shutdown() {
-  if (std::exchange(shut_down_, true)) co_return;
-  notifications_.Close();
+  if (shutdown_ == ShutdownState::kNone) {
+    shutdown_ = ShutdownState::kRunning;
+    notifications_.Close();
+    shutdown_tasks_.Spawn(TearDown());
+  }
+  co_await shutdown_tasks_.Join();
+}
+
+Task<void> XdsClientImpl::TearDown() {
   co_await tasks_.CancelAndJoin();
   for (auto& [key, channel] : channels_) {
     cache_.StopResourceTimers(channel->server());
     co_await channel->CloseConnection();
   }
+  shutdown_ = ShutdownState::kDone;
+}
+
+void XdsClientImpl::DestroyAfterShutdown(std::unique_ptr<XdsClientImpl> self) {
+  if (self->shutdown_ == ShutdownState::kDone) return;
+  // No watcher hears anything once ~XdsClient has returned.
+  self->notifications_.Close();
+  // Joined after any Shutdown() already waiting (joiners resume in order),
+  // so the client is freed after they have all returned.
+  auto shutdown = [](std::unique_ptr<XdsClientImpl> owned) -> Task<void> {
+    co_await owned->Shutdown();
+  };
+  Loop& loop = self->loop_;
+  loop.Spawn(shutdown(std::move(self)));
 }
 
 void XdsClientImpl::FailWatch(const XdsResourceType& type, std::string_view name,
@@ -63,7 +87,7 @@ XdsServerChannel& XdsClientImpl::GetOrCreateChannel(XdsServerState& server) {
 void XdsClientImpl::WatchResource(const XdsResourceType& type, std::string_view name,
                                   std::shared_ptr<XdsResourceWatcherInterface> watcher) {
   assert(loop_.InLoopThread());
-  if (shut_down_) return;
+  if (shutdown_ != ShutdownState::kNone) return;
   auto [type_it, new_type] = types_.try_emplace(std::string(type.type_url()), &type);
   if (type_it->second != &type) {
     FailWatch(type, name, std::move(watcher),
@@ -121,7 +145,7 @@ void XdsClientImpl::CancelWatch(const XdsResourceType& type, std::string_view na
     failed_watches_.erase(failed);
     return;
   }
-  if (shut_down_) return;
+  if (shutdown_ != ShutdownState::kNone) return;
   StatusOr<XdsResourceName> parsed = ParseXdsResourceName(name, type);
   if (!parsed.ok()) return;
   XdsServerState* server = cache_.RemoveWatcher(type, parsed->key, watcher);

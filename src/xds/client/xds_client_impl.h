@@ -1,5 +1,5 @@
 // XdsClientImpl: what the public XdsClient forwards to. Other layers of uxds
-// (the CSDS service, fallback) reach it through XdsClient::impl().
+// (the CSDS service, fallback) reach it through ImplOf(XdsClient&).
 //
 // Loop-thread only, like XdsClient.
 #pragma once
@@ -25,10 +25,15 @@ namespace uxds::xds_internal {
 class XdsClientImpl {
  public:
   XdsClientImpl(Loop& loop, Bootstrap bootstrap, XdsClientOptions options);
-  // Must follow Shutdown().
+  // Must follow a completed Shutdown(); see DestroyAfterShutdown().
   ~XdsClientImpl();
 
+  // Idempotent: every caller returns once the one teardown is over.
   Task<void> Shutdown();
+  bool shut_down() const { return shutdown_ == ShutdownState::kDone; }
+  // What ~XdsClient does with a client that is not shut down: silences every
+  // watcher now, then finishes the shutdown on the loop and frees `self`.
+  static void DestroyAfterShutdown(std::unique_ptr<XdsClientImpl> self);
   void WatchResource(const XdsResourceType& type, std::string_view name,
                      std::shared_ptr<XdsResourceWatcherInterface> watcher);
   void CancelWatch(const XdsResourceType& type, std::string_view name,
@@ -56,6 +61,7 @@ class XdsClientImpl {
     // when callers do not cancel them.
     std::weak_ptr<WatcherRegistration> registration;
   };
+  Task<void> TearDown();
   void FailWatch(const XdsResourceType& type, std::string_view name,
                  std::shared_ptr<XdsResourceWatcherInterface> watcher, Status error);
   XdsServerChannel& GetOrCreateChannel(XdsServerState& server);
@@ -73,7 +79,14 @@ class XdsClientImpl {
   // CancelWatch() must still silence them before that.
   std::vector<FailedWatch> failed_watches_;
   TaskGroup tasks_;  // the channels' Run() and the notification delivery
-  bool shut_down_ = false;
+  enum class ShutdownState { kNone, kRunning, kDone };
+  ShutdownState shutdown_ = ShutdownState::kNone;
+  // Runs TearDown(): every Shutdown() caller joins it, and a join is not cut
+  // short by cancellation, so no caller goes on (and maybe frees the client)
+  // before the teardown is over.
+  TaskGroup shutdown_tasks_;
 };
+
+XdsClientImpl& ImplOf(XdsClient& client);
 
 }  // namespace uxds::xds_internal

@@ -25,7 +25,12 @@ struct XdsResourceName {
   bool is_xdstp() const { return authority != kOldStyleAuthority; }
 };
 
-// INVALID_ARGUMENT if `name` starts with "xdstp:" but is not
+// The offset of the first byte of `text` that is not part of well-formed
+// UTF-8, or npos.
+size_t FindInvalidUtf8(std::string_view text);
+
+// INVALID_ARGUMENT if `name` is not valid UTF-8, or starts with "xdstp:" but
+// is not
 // "xdstp://<authority>/<type name>/<id>[?<params>]" with `type`'s type name.
 StatusOr<XdsResourceName> ParseXdsResourceName(std::string_view name, const XdsResourceType& type);
 

@@ -16,6 +16,7 @@ namespace {
 
 using std::chrono::milliseconds;
 using xds_internal::ExponentialBackoff;
+using xds_internal::FindInvalidUtf8;
 using xds_internal::ParseXdsResourceName;
 
 TEST(XdsResourceNameTest, OldStyleNamesUseTheDefaultAuthority) {
@@ -56,6 +57,26 @@ TEST(XdsResourceNameTest, InvalidXdstpNames) {
       EXPECT_EQ(name.status().code(), StatusCode::kInvalidArgument);
     }
   }
+}
+
+// Well-formed UTF-8 as Unicode's table 3-7 defines it (what protobuf
+// requires of a proto3 string).
+TEST(XdsResourceNameTest, Utf8IsCheckedByteByByte) {
+  constexpr size_t kValid = std::string_view::npos;
+  EXPECT_EQ(FindInvalidUtf8(""), kValid);
+  EXPECT_EQ(FindInvalidUtf8("cluster-\xc3\xa9-\xe2\x82\xac-\xf0\x9f\x98\x80"), kValid);
+  EXPECT_EQ(FindInvalidUtf8("\xf4\x8f\xbf\xbf"), kValid);  // U+10FFFF
+  EXPECT_EQ(FindInvalidUtf8("a\xf4\x90\x80\x80"), 1u);     // above U+10FFFF
+  EXPECT_EQ(FindInvalidUtf8("ab\xc0\x80"), 2u);            // overlong NUL
+  EXPECT_EQ(FindInvalidUtf8("\xe0\x9f\xbf"), 0u);          // overlong 3 bytes
+  EXPECT_EQ(FindInvalidUtf8("\xed\xa0\x80"), 0u);          // a surrogate
+  EXPECT_EQ(FindInvalidUtf8("ok\xe2\x82"), 2u);            // cut short
+  EXPECT_EQ(FindInvalidUtf8("\xe2\x28\xa1"), 0u);          // bad continuation
+  EXPECT_EQ(FindInvalidUtf8("\x80"), 0u);                  // lone continuation
+  EXPECT_EQ(FindInvalidUtf8("\xff"), 0u);
+  const auto parsed = ParseXdsResourceName("xdstp://a/\xff", TestClusterType::Get());
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST(ExponentialBackoffTest, GrowsByTheMultiplierUpToTheMaximumWithJitter) {

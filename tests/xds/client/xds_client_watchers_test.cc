@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <concepts>
 #include <memory>
 #include <string>
 
@@ -13,6 +14,30 @@ namespace uxds::testing {
 namespace {
 
 class XdsClientWatchersTest : public XdsClientTest {};
+
+// A watch ties the watcher to its resource type at compile time: the typed
+// watcher's cast of the resource can then never be wrong.
+template <typename Type, typename Watcher>
+concept CanWatch = requires(XdsClient& client, const Type& type, std::shared_ptr<Watcher> watcher) {
+  client.WatchResource(type, "name", watcher);
+};
+template <typename Type, typename Watcher>
+concept CanWatchUntyped = requires(XdsClient& client, const Type& type,
+                                   std::shared_ptr<Watcher> watcher) {
+  client.WatchUntypedResource(type, "name", watcher);
+};
+static_assert(CanWatch<TestClusterType, ClusterWatcher>);
+static_assert(CanWatch<TestEndpointsType, EndpointsWatcher>);
+static_assert(!CanWatch<TestClusterType, EndpointsWatcher>);
+static_assert(!CanWatch<TestEndpointsType, ClusterWatcher>);
+// The type-erased type says nothing about the resource's C++ type.
+static_assert(!CanWatch<XdsResourceType, ClusterWatcher>);
+// A typed watcher cannot be slipped in through the untyped door either.
+static_assert(!CanWatchUntyped<TestClusterType, EndpointsWatcher>);
+static_assert(!CanWatchUntyped<TestClusterType, ClusterWatcher>);
+// Only XdsResourceWatcher<T> and XdsUntypedResourceWatcher derive from the
+// interface the client stores.
+static_assert(!std::is_default_constructible_v<XdsResourceWatcherInterface>);
 
 TEST_F(XdsClientWatchersTest, WatchersOfOneResourceShareOneSubscription) {
   StartClient();
@@ -212,6 +237,93 @@ TEST_F(XdsClientWatchersTest, ShutdownAndDestroyClosesTheStreamInTheBackground) 
   StartClient();
   auto watcher = WatchAndReceiveCluster("c1");
   loop_->RunSync([&] { XdsClient::ShutdownAndDestroy(std::move(client_)); });
+  EXPECT_TRUE(cp_->WaitForStreamClosed(kWait).has_value());
+  Flush();
+  EXPECT_TRUE(NoMoreEvents(*watcher));
+}
+
+// A watcher that takes any type and hands the resource back to its type.
+class JsonWatcher final : public XdsUntypedResourceWatcher {
+ public:
+  void OnResourceChanged(StatusOr<XdsResourceData> resource) override {
+    std::lock_guard lock(mu_);
+    json_ = resource.ok() ? TestClusterType::Get().ResourceToJson(*resource)
+                          : resource.status().ToString();
+  }
+  void OnAmbientError(Status) override {}
+  std::string json() {
+    std::lock_guard lock(mu_);
+    return json_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::string json_;
+};
+
+TEST_F(XdsClientWatchersTest, AnUntypedWatcherGetsTheResourceOfItsType) {
+  StartClient();
+  auto typed = WatchAndReceiveCluster("c1");
+  auto untyped = std::make_shared<JsonWatcher>();
+  loop_->RunSync([&] { client_->WatchUntypedResource(TestClusterType::Get(), "c1", untyped); });
+  Flush();
+  EXPECT_EQ(untyped->json(), TestClusterType::Get().ToJson(TestClusterResource{"c1", 1000, ""}));
+}
+
+// A name that is not UTF-8 would make the control plane reject the whole
+// request (resource_names is a proto3 string), failing every watch on it.
+TEST_F(XdsClientWatchersTest, ANameThatIsNotUtf8FailsOnlyItsOwnWatch) {
+  StartClient();
+  auto bad = Watch(TestClusterType::Get(),
+                   "c\xff"
+                   "1");
+  auto surrogate = Watch(TestClusterType::Get(), "c\xed\xa0\x80");
+  auto good = Watch(TestClusterType::Get(), "c1");
+  EXPECT_TRUE(NextIsError(*bad, StatusCode::kInvalidArgument,
+                          "resource name is not valid UTF-8 (byte 0xFF at offset 1)"));
+  EXPECT_TRUE(NextIsError(*surrogate, StatusCode::kInvalidArgument,
+                          "resource name is not valid UTF-8 (byte 0xED at offset 1)"));
+  ASSERT_TRUE(WaitForRequest(kClusterTypeUrl, {"c1"}).has_value());
+  Respond(kClusterTypeUrl, "1", {ClusterAny("c1", 1000)});
+  EXPECT_TRUE(NextIsCluster(*good, "c1", 1000));
+  // Non-ASCII names that are UTF-8 are fine.
+  auto accented = Watch(TestClusterType::Get(), "c\xc3\xa9");
+  EXPECT_TRUE(WaitForRequest(kClusterTypeUrl, {"c1", "c\xc3\xa9"}).has_value());
+  loop_->RunSync([&] {
+    client_->CancelWatch(TestClusterType::Get(),
+                         "c\xff"
+                         "1",
+                         bad.get());
+    client_->CancelWatch(TestClusterType::Get(), "c\xc3\xa9", accented.get());
+  });
+}
+
+// Destroying a client without Shutdown() is safe: no callback after the
+// destructor, and the shutdown finishes on the loop.
+TEST_F(XdsClientWatchersTest, DestroyingTheClientWithoutShutdownStopsEveryCallback) {
+  StartClient();
+  auto watcher = WatchAndReceiveCluster("c1");
+  // A response whose notification is queued when the client goes.
+  ASSERT_TRUE(Respond(kClusterTypeUrl, "2", {ClusterAny("c1", 2000)}).has_value());
+  loop_->RunSync([&] { client_.reset(); });
+  EXPECT_TRUE(cp_->WaitForStreamClosed(kWait).has_value());
+  Flush();
+  // Either the update was delivered before the destructor, or never.
+  for (const ClusterWatcher::Event& event : watcher->TakePending()) {
+    EXPECT_EQ(event.kind, ClusterWatcher::Event::Kind::kResource);
+  }
+}
+
+TEST_F(XdsClientWatchersTest, DestroyingTheClientWhileItShutsDownIsSafe) {
+  StartClient();
+  auto watcher = WatchAndReceiveCluster("c1");
+  loop_->RunSync([&] {
+    auto shutdown = [](XdsClient* client) -> Task<void> { co_await client->Shutdown(); };
+    loop_->loop().Spawn(shutdown(client_.get()));
+  });
+  // The spawned Shutdown() has started (and maybe finished) by now.
+  loop_->RunSync([] {});
+  loop_->RunSync([&] { client_.reset(); });
   EXPECT_TRUE(cp_->WaitForStreamClosed(kWait).has_value());
   Flush();
   EXPECT_TRUE(NoMoreEvents(*watcher));
