@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -79,6 +80,25 @@ void CheckServerUri(std::string_view uri, ValidationErrors& errors) {
   }
 }
 
+void CheckReadableFile(std::string_view field, const std::string& path, ValidationErrors& errors) {
+  if (path.empty()) return;
+  const std::string what = std::string(field) + " \"" + path + "\"";
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    errors.Add(what + " cannot be opened: " + std::strerror(errno));
+    return;
+  }
+  char byte;
+  const ssize_t n = read(fd, &byte, 1);
+  const int read_errno = errno;
+  close(fd);
+  if (n < 0) {
+    errors.Add(what + " cannot be read: " + std::strerror(read_errno));
+  } else if (n == 0) {
+    errors.Add(what + " is empty");
+  }
+}
+
 void CheckXdsServer(const XdsServerConfig& server, ValidationErrors& errors) {
   // gRPC C++ accepts an empty server_uri and fails later, at connect time;
   // rejecting it here names the field instead.
@@ -94,6 +114,11 @@ void CheckXdsServer(const XdsServerConfig& server, ValidationErrors& errors) {
   if (credentials.type == XdsChannelCredentials::kTls) {
     CheckTlsCertificatePair(!credentials.certificate_file.empty(),
                             !credentials.private_key_file.empty(), errors);
+    // Found at load time rather than at each connection attempt, where a
+    // missing file would only be retried with backoff, forever.
+    CheckReadableFile("ca_certificate_file", credentials.ca_certificate_file, errors);
+    CheckReadableFile("certificate_file", credentials.certificate_file, errors);
+    CheckReadableFile("private_key_file", credentials.private_key_file, errors);
   } else if (credentials.type == XdsChannelCredentials::kInsecure) {
     if (!credentials.ca_certificate_file.empty() || !credentials.certificate_file.empty() ||
         !credentials.private_key_file.empty()) {

@@ -31,6 +31,9 @@ namespace uxds::bootstrap_internal {
 
 // At a server (xds_servers[i]): server_uri set, credentials usable.
 void CheckXdsServer(const XdsServerConfig& server, ValidationErrors& errors);
+// At tls credentials: a credential file named in `field` opens and is not
+// empty (no error for an empty path).
+void CheckReadableFile(std::string_view field, const std::string& path, ValidationErrors& errors);
 // At tls credentials: certificate_file and private_key_file go together.
 void CheckTlsCertificatePair(bool has_certificate_file, bool has_private_key_file,
                              ValidationErrors& errors);

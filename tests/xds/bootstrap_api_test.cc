@@ -112,8 +112,9 @@ TEST(BootstrapValidateTest, BuiltInCodeWithTheJsonRules) {
   EXPECT_EQ(status.message(),
             "errors validating bootstrap: ["
             "field:xds_servers[1].server_uri error:must be non-empty; "
-            "field:xds_servers[1].channel_creds error:fields \"certificate_file\" and "
+            "field:xds_servers[1].channel_creds errors:[fields \"certificate_file\" and "
             "\"private_key_file\" must be both set or both unset; "
+            "private_key_file \"/k.pem\" cannot be opened: No such file or directory]; "
             "field:xds_servers[2].channel_creds error:unsupported credentials type "
             "\"google_default\" (supported: insecure, tls); "
             "field:authorities[\"a.com\"].client_listener_resource_name_template "

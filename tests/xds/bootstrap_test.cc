@@ -60,8 +60,30 @@ constexpr const char* kFullBootstrap = R"json({
   "unknown_top_level_field": {"ignored": [1, 2, 3]}
 })json";
 
+// kFullBootstrap's TLS credential files, which must exist and be readable.
+const std::string& CredentialDir() {
+  static const testing::TempDir dir;
+  static const bool written = [] {
+    for (const char* name : {"ca.pem", "cert.pem", "key.pem"}) {
+      testing::WriteFile(dir.File(name), "-----BEGIN CERTIFICATE-----\n");
+    }
+    return true;
+  }();
+  (void)written;
+  return dir.path();
+}
+
+// kFullBootstrap with its credential files in CredentialDir().
+std::string FullBootstrap() {
+  std::string json = kFullBootstrap;
+  for (size_t at = json.find("/etc/xds"); at != std::string::npos; at = json.find("/etc/xds")) {
+    json.replace(at, std::string_view("/etc/xds").size(), CredentialDir());
+  }
+  return json;
+}
+
 TEST(BootstrapTest, FullBootstrapParses) {
-  auto bootstrap = Bootstrap::FromJson(kFullBootstrap);
+  auto bootstrap = Bootstrap::FromJson(FullBootstrap());
   ASSERT_TRUE(bootstrap.ok()) << bootstrap.status().ToString();
 
   ASSERT_EQ(bootstrap->xds_servers.size(), 2u);
@@ -70,9 +92,9 @@ TEST(BootstrapTest, FullBootstrapParses) {
   // The first supported type wins; unsupported ones before it are skipped
   // without validating their config beyond its being an object (as gRPC).
   EXPECT_EQ(primary.channel_credentials.type, "tls");
-  EXPECT_EQ(primary.channel_credentials.ca_certificate_file, "/etc/xds/ca.pem");
-  EXPECT_EQ(primary.channel_credentials.certificate_file, "/etc/xds/cert.pem");
-  EXPECT_EQ(primary.channel_credentials.private_key_file, "/etc/xds/key.pem");
+  EXPECT_EQ(primary.channel_credentials.ca_certificate_file, CredentialDir() + "/ca.pem");
+  EXPECT_EQ(primary.channel_credentials.certificate_file, CredentialDir() + "/cert.pem");
+  EXPECT_EQ(primary.channel_credentials.private_key_file, CredentialDir() + "/key.pem");
   EXPECT_TRUE(primary.fail_on_data_errors);
   EXPECT_TRUE(primary.resource_timer_is_transient_error);
   const XdsServerConfig& backup = bootstrap->xds_servers[1];
@@ -444,12 +466,38 @@ TEST(BootstrapFileTest, InvalidFileIsNamed) {
 TEST(BootstrapFileTest, ValidFileParses) {
   testing::TempDir dir;
   const std::string path = dir.File("bootstrap.json");
-  testing::WriteFile(path, kFullBootstrap);
+  testing::WriteFile(path, FullBootstrap());
   auto from_file = Bootstrap::FromFile(path);
   ASSERT_TRUE(from_file.ok()) << from_file.status().ToString();
-  auto from_json = Bootstrap::FromJson(kFullBootstrap);
+  auto from_json = Bootstrap::FromJson(FullBootstrap());
   ASSERT_TRUE(from_json.ok());
   EXPECT_EQ(*from_file, *from_json);
+}
+
+// A credential file that cannot be used is found when the bootstrap is
+// loaded, not at each connection attempt (retried forever with backoff).
+TEST(BootstrapFileTest, TlsCredentialFilesMustBeReadable) {
+  testing::TempDir dir;
+  testing::WriteFile(dir.File("empty.pem"), "");
+  testing::WriteFile(dir.File("key.pem"), "-----BEGIN PRIVATE KEY-----\n");
+  const std::string json =
+      R"({"xds_servers": [{"server_uri": "s:1", "channel_creds": [{"type": "tls", "config": )"
+      R"({"ca_certificate_file": ")" +
+      dir.File("missing.pem") + R"(", "certificate_file": ")" + dir.File("empty.pem") +
+      R"(", "private_key_file": ")" + dir.File("key.pem") +
+      R"("}}]}, {"server_uri": "t:1", "channel_creds": [{"type": "tls", "config": )"
+      R"({"ca_certificate_file": ")" +
+      dir.path() + R"("}}]}]})";
+  auto bootstrap = Bootstrap::FromJson(json);
+  ASSERT_FALSE(bootstrap.ok());
+  EXPECT_EQ(bootstrap.status().message(),
+            "errors validating bootstrap: [field:xds_servers[0].channel_creds errors:["
+            "ca_certificate_file \"" +
+                dir.File("missing.pem") +
+                "\" cannot be opened: No such file or directory; certificate_file \"" +
+                dir.File("empty.pem") +
+                "\" is empty]; field:xds_servers[1].channel_creds error:ca_certificate_file \"" +
+                dir.path() + "\" cannot be read: Is a directory]");
 }
 
 }  // namespace
