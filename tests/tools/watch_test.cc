@@ -247,6 +247,38 @@ TEST_F(WatchTest, ForWithoutCsdsPrintsNothingExtra) {
   }
 }
 
+// `uxds watch | head -1`: once the reader is gone the tool says so and exits
+// 1 at once, instead of waiting for the next event to die of SIGPIPE.
+TEST_F(WatchTest, AStdoutNobodyReadsEndsTheWatchWithExitOne) {
+  ASSERT_TRUE(cp_->SetResources(kCdsType, {{"c1", ValidCluster("c1", "s1")}}, "1"));
+  const std::string errors = dir_.File("stderr.txt");
+  // --for far longer than the test waits: only the closed pipe can end it.
+  Subprocess shell = Subprocess::Start(
+      {"/bin/bash", "-c",
+       "\"$0\" watch --bootstrap \"$1\" --type cluster c1 --for 3600 2>\"$2\" | head -n 1; "
+       "echo \"exit ${PIPESTATUS[0]}\"",
+       UXDS_TOOL_PATH, WriteBootstrap(), errors});
+  std::optional<json> first = NextEvent(shell);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ((*first)["event"], "resource");
+  EXPECT_EQ(shell.ReadLine(kWait), "exit 1");
+  EXPECT_EQ(shell.Wait(kWait), 0);
+  EXPECT_NE(ReadFile(errors).find("uxds watch: stdout was closed"), std::string::npos)
+      << ReadFile(errors);
+}
+
+// A write error on stdout is an error (exit 1 with the reason), not a quiet
+// exit 0.
+TEST_F(WatchTest, AStdoutThatFailsEndsTheWatchWithExitOne) {
+  ASSERT_TRUE(cp_->SetResources(kCdsType, {{"c1", ValidCluster("c1", "s1")}}, "1"));
+  Subprocess tool = Subprocess::Start(
+      {"/bin/sh", "-c",
+       "exec \"$0\" watch --bootstrap \"$1\" --type cluster c1 --for 3600 2>&1 >/dev/full",
+       UXDS_TOOL_PATH, WriteBootstrap()});
+  EXPECT_EQ(tool.ReadLine(kWait), "uxds watch: cannot write to stdout: No space left on device");
+  EXPECT_EQ(tool.Wait(kWait), 1);
+}
+
 TEST_F(WatchTest, UsageErrorsExitTwo) {
   const std::string bootstrap = WriteBootstrap();
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {

@@ -5,15 +5,22 @@
 //
 // Threads: the XdsClient and its watchers run on a LoopThread (the control
 // thread; every line is printed there). The main thread blocks SIGINT and
-// SIGTERM before any thread starts and takes them with sigtimedwait, which
-// also times --for; then it hops to the loop to dump, cancel and shut down.
+// SIGTERM before any thread starts and waits for them (a signalfd), for --for
+// to expire and for stdout to fail or lose its reader; then it hops to the
+// loop to dump, cancel and shut down.
+#include <poll.h>
 #include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <future>
 #include <memory>
@@ -57,7 +64,8 @@ constexpr const char* kUsage =
     "  --csds            on exit, print the client's cache as CSDS reports it (A40)\n"
     "\n"
     "Exit status: 0 when stopped by --for or a signal, 1 on a runtime error\n"
-    "(e.g. an invalid bootstrap), 2 on a usage error.\n";
+    "(e.g. an invalid bootstrap, or a stdout that fails or that nothing reads\n"
+    "any more), 2 on a usage error.\n";
 
 struct WatchType {
   const char* name;
@@ -170,10 +178,28 @@ Json ResourceJson(const std::string& text) {
   return parsed;
 }
 
-void PrintLine(const Json& line) {
+// Why the watch ends early, shared by the loop thread (which prints) and the
+// main thread (which waits): printing stops at once when either is set, so
+// callbacks still queued cost nothing and the exit is prompt.
+std::atomic<bool> g_stopping{false};
+std::atomic<int> g_stdout_errno{0};  // the first failed write's errno
+
+// The main thread waits for this one too: a failed write wakes it.
+constexpr int kStdoutFailedSignal = SIGUSR1;
+
+// False once stdout failed (the line is then dropped).
+bool PrintLine(const Json& line) {
+  if (g_stdout_errno.load() != 0) return false;
   const std::string text = line.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fflush(stdout);
+  errno = 0;
+  const bool written =
+      std::fwrite(text.data(), 1, text.size(), stdout) == text.size() && std::fflush(stdout) == 0;
+  if (written) return true;
+  int expected = 0;
+  if (g_stdout_errno.compare_exchange_strong(expected, errno != 0 ? errno : EIO)) {
+    kill(getpid(), kStdoutFailedSignal);
+  }
+  return false;
 }
 
 // Prints the callbacks of one watched name (on the client's loop thread).
@@ -184,6 +210,7 @@ class PrintingWatcher final : public XdsUntypedResourceWatcher {
       : client_(client), type_(type), name_(std::move(name)), start_(start) {}
 
   void OnResourceChanged(StatusOr<XdsResourceData> resource) override {
+    if (g_stopping.load(std::memory_order_relaxed)) return;
     const std::optional<XdsResourceSnapshot> entry = CacheEntry();
     if (!resource.ok()) {
       Json line = Header("error");
@@ -202,6 +229,7 @@ class PrintingWatcher final : public XdsUntypedResourceWatcher {
   }
 
   void OnAmbientError(Status status) override {
+    if (g_stopping.load(std::memory_order_relaxed)) return;
     Json line = Header("ambient_error");
     const std::optional<XdsResourceSnapshot> entry = CacheEntry();
     if (!status.ok() && entry.has_value() && !entry->failed_version.empty()) {
@@ -262,28 +290,37 @@ Json CsdsJson(const XdsClient& client, Clock::time_point start) {
   return line;
 }
 
-// Waits for SIGINT / SIGTERM (blocked in every thread), or until `duration`.
-void WaitForStop(const sigset_t& signals, std::optional<std::chrono::milliseconds> duration) {
+enum class StopReason { kSignalOrDuration, kStdoutFailed, kStdoutClosed };
+
+// Waits for SIGINT / SIGTERM (blocked in every thread, read from
+// `signal_fd`), until `duration`, for a write to stdout to fail, or for the
+// reader of stdout to go away (a pipe reports POLLERR on its write end then;
+// `uxds watch | head -1` must not wait for the next event to notice).
+StopReason WaitForStop(int signal_fd, std::optional<std::chrono::milliseconds> duration) {
   const Clock::time_point deadline =
       duration.has_value() ? Clock::now() + *duration : Clock::time_point::max();
   while (true) {
-    int result;
-    if (!duration.has_value()) {
-      int sig = 0;
-      result = sigwait(&signals, &sig) == 0 ? sig : -1;
-    } else {
-      const auto left = deadline - Clock::now();
-      if (left <= Clock::duration::zero()) return;
-      const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(left);
-      const timespec timeout{
-          static_cast<time_t>(seconds.count()),
-          static_cast<long>(
-              std::chrono::duration_cast<std::chrono::nanoseconds>(left - seconds).count())};
-      result = sigtimedwait(&signals, nullptr, &timeout);
-      if (result < 0 && errno == EAGAIN) return;  // --for is over
+    int timeout_ms = -1;
+    if (duration.has_value()) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+      if (left.count() <= 0) return StopReason::kSignalOrDuration;
+      timeout_ms = static_cast<int>(std::min<int64_t>(left.count(), 1 << 30));
     }
-    if (result > 0) return;
-    // EINTR (another signal's handler ran): wait on.
+    // events 0: only POLLERR / POLLHUP, which poll() always reports.
+    pollfd fds[2] = {{signal_fd, POLLIN, 0}, {STDOUT_FILENO, 0, 0}};
+    if (poll(fds, 2, timeout_ms) < 0) {
+      if (errno == EINTR) continue;
+      return StopReason::kSignalOrDuration;
+    }
+    if (fds[0].revents & POLLIN) {
+      signalfd_siginfo info{};
+      if (read(signal_fd, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+        return static_cast<int>(info.ssi_signo) == kStdoutFailedSignal
+                   ? StopReason::kStdoutFailed
+                   : StopReason::kSignalOrDuration;
+      }
+    }
+    if (fds[1].revents & (POLLERR | POLLHUP)) return StopReason::kStdoutClosed;
   }
 }
 
@@ -318,7 +355,15 @@ int RunWatch(const std::vector<std::string>& args) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, kStdoutFailedSignal);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // A closed stdout is an EPIPE to report, not a silent death.
+  signal(SIGPIPE, SIG_IGN);
+  const int signal_fd = signalfd(-1, &signals, SFD_CLOEXEC);
+  if (signal_fd < 0) {
+    std::fprintf(stderr, "uxds watch: signalfd: %s\n", std::strerror(errno));
+    return kExitRuntimeError;
+  }
 
   const Clock::time_point start = Clock::now();
   StatusOr<std::unique_ptr<LoopThread>> loop_thread = LoopThread::Start();
@@ -349,11 +394,15 @@ int RunWatch(const std::vector<std::string>& args) {
     return kExitRuntimeError;
   }
 
-  WaitForStop(signals, watch.duration);
+  const StopReason stop = WaitForStop(signal_fd, watch.duration);
+  close(signal_fd);
+  const bool stdout_ok = stop == StopReason::kSignalOrDuration;
+  if (!stdout_ok) g_stopping.store(true);
 
   // The dump first: cancelling the last watch of a name drops its entry.
   control.RunSync([&] {
-    if (watch.csds) PrintLine(CsdsJson(*client, start));
+    if (watch.csds && stdout_ok) PrintLine(CsdsJson(*client, start));
+    g_stopping.store(true);
     for (size_t i = 0; i < watch.names.size(); ++i) {
       client->CancelWatch(watch.type->get(), watch.names[i], watchers[i].get());
     }
@@ -365,6 +414,14 @@ int RunWatch(const std::vector<std::string>& args) {
     client.reset();
     watchers.clear();
   });
+  if (const int error = g_stdout_errno.load(); error != 0) {
+    std::fprintf(stderr, "uxds watch: cannot write to stdout: %s\n", std::strerror(error));
+    return kExitRuntimeError;
+  }
+  if (stop == StopReason::kStdoutClosed) {
+    std::fprintf(stderr, "uxds watch: stdout was closed (nothing reads the output any more)\n");
+    return kExitRuntimeError;
+  }
   return kExitOk;
 }
 
