@@ -91,6 +91,15 @@ Task<Status> ClientCall::Write(std::string_view message) {
   co_return OkStatus();
 }
 
+Task<Status> ClientCall::WaitUntilWritten() {
+  while (!finished_ && written_total() < queued_total()) {
+    const Status awaited = co_await write_cond_.Wait();
+    if (!awaited.ok()) co_return CancelledError("WaitUntilWritten() cancelled");
+  }
+  if (written_total() < queued_total()) co_return StatusAfterFinish();
+  co_return OkStatus();
+}
+
 Task<Status> ClientCall::WritesDone() {
   if (finished_) co_return StatusAfterFinish();
   writes_done_ = true;

@@ -36,6 +36,11 @@ class ClientCall final : private detail::Http2Stream {
   // flow-control window is exhausted. Not OK once the call has ended (the
   // final status if that is an error) or after WritesDone().
   Task<Status> Write(std::string_view message);
+  // Waits until every message written so far has reached the transport
+  // (Write() returns once a message is buffered, which may be long before:
+  // the peer's flow-control window or MAX_CONCURRENT_STREAMS can hold it
+  // back). OK then; the call's status if it ends first; CANCELLED.
+  Task<Status> WaitUntilWritten();
   // Half-closes: END_STREAM follows the messages already written.
   Task<Status> WritesDone();
   // The next response message; nullopt once the response ended (Finish()

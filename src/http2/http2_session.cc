@@ -330,6 +330,8 @@ Task<void> Http2Session::ReadLoop() {
   }
 }
 
+void Http2Session::ForgetBatchStream(Http2Stream* stream) { std::erase(batch_streams_, stream); }
+
 Task<void> Http2Session::WriteLoop() {
   std::string batch;
   while (!closed_) {
@@ -354,6 +356,7 @@ Task<void> Http2Session::WriteLoop() {
         CloseNow(UnavailableError("write to " + peer_ + " failed: " + status.message()));
         co_return;
       }
+      for (Http2Stream* stream : std::exchange(batch_streams_, {})) stream->OnBatchWritten();
       continue;
     }
     if (nghttp2_session_want_read(session_) == 0 && nghttp2_session_want_write(session_) == 0) {

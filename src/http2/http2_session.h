@@ -169,6 +169,11 @@ class Http2Session {
   void ForgetCreditWaiter(Http2Stream* stream);
   size_t buffered_bytes_ = 0;
   std::vector<Http2Stream*> credit_waiters_;
+  // Streams whose DATA is in the batch being gathered or written; told once
+  // the transport has taken the whole batch (Http2Stream::OnBatchWritten).
+  void NoteDataInBatch(Http2Stream* stream) { batch_streams_.push_back(stream); }
+  void ForgetBatchStream(Http2Stream* stream);
+  std::vector<Http2Stream*> batch_streams_;
   bool goaway_received_ = false;
   int32_t goaway_last_stream_id_ = 0;
   uint32_t goaway_error_code_ = 0;

@@ -21,6 +21,7 @@ Http2Stream::~Http2Stream() { ForgetSession(); }
 void Http2Stream::ForgetSession() {
   if (session_ == nullptr) return;
   session_->ForgetCreditWaiter(this);
+  if (std::exchange(in_write_batch_, false)) session_->ForgetBatchStream(this);
   session_->AdjustBuffered(accounted_bytes_, 0);
   accounted_bytes_ = 0;
   session_ = nullptr;
@@ -36,7 +37,9 @@ void Http2Stream::UpdateBuffered() {
 void Http2Stream::OnSendEnd(uint32_t* data_flags) { *data_flags |= NGHTTP2_DATA_FLAG_EOF; }
 
 void Http2Stream::QueueMessage(std::string_view message) {
+  const size_t before = send_buffer_.size();
   AppendGrpcFrame(send_buffer_, message);
+  queued_total_ += send_buffer_.size() - before;
   if (session_ != nullptr && !stream_closed_) {
     // Fails harmlessly when the DATA source is not deferred (already queued).
     nghttp2_session_resume_data(session_->nghttp2(), stream_id_);
@@ -135,6 +138,12 @@ void Http2Stream::ReturnCredit() {
   session_->WakeWriter();
 }
 
+void Http2Stream::OnBatchWritten() {
+  in_write_batch_ = false;
+  written_total_ = pulled_total_;
+  write_cond_.NotifyAll();
+}
+
 ssize_t Http2Stream::ReadSendData(uint8_t* buf, size_t length, uint32_t* data_flags) {
   const size_t pending = send_pending();
   if (pending == 0) {
@@ -145,6 +154,8 @@ ssize_t Http2Stream::ReadSendData(uint8_t* buf, size_t length, uint32_t* data_fl
   const size_t n = std::min(length, pending);
   std::memcpy(buf, send_buffer_.data() + send_offset_, n);
   send_offset_ += n;
+  pulled_total_ += n;
+  if (session_ != nullptr && !std::exchange(in_write_batch_, true)) session_->NoteDataInBatch(this);
   if (send_offset_ == send_buffer_.size()) {
     send_buffer_.clear();
     send_offset_ = 0;

@@ -70,6 +70,12 @@ class Http2Stream {
   // No more messages: END_STREAM (or trailers) once the buffer drains.
   void EndSending();
   size_t send_pending() const { return send_buffer_.size() - send_offset_; }
+  // Bytes queued since the stream began, and how many of them the transport
+  // has taken (written to the socket, or to TLS on its way there): equal
+  // once the last queued message is on the wire. Until then it may be held
+  // back by the peer's flow-control window or by MAX_CONCURRENT_STREAMS.
+  uint64_t queued_total() const { return queued_total_; }
+  uint64_t written_total() const { return written_total_; }
   void DiscardSendBuffer();
 
   bool has_received_message() const { return !received_.empty(); }
@@ -100,20 +106,26 @@ class Http2Stream {
   GrpcDeframer deframer_;
   // Woken when a message or the end of the call arrives.
   AsyncCondition read_cond_;
-  // Woken when the outgoing buffer drains below the high-water mark, or the
-  // stream ends.
+  // Woken when the outgoing buffer drains below the high-water mark, when
+  // queued bytes reach the wire, or when the stream ends.
   AsyncCondition write_cond_;
 
  private:
   friend class Http2Session;
   friend struct Http2SessionCallbacks;
   void OnData(const uint8_t* data, size_t length);
+  // The transport took the batch holding every byte pulled so far.
+  void OnBatchWritten();
   void ReturnCredit();
   // Tells the session how many received bytes this stream now holds.
   void UpdateBuffered();
 
   std::string send_buffer_;
   size_t send_offset_ = 0;
+  uint64_t queued_total_ = 0;
+  uint64_t pulled_total_ = 0;  // copied into DATA frames by nghttp2
+  uint64_t written_total_ = 0;
+  bool in_write_batch_ = false;
   std::deque<std::string> received_;
   size_t received_bytes_ = 0;    // framed size of the messages in received_
   size_t uncredited_bytes_ = 0;  // received but not yet returned to the window

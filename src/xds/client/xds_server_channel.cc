@@ -297,7 +297,10 @@ Task<void> XdsServerChannel::WriteRequests(Stream& stream) {
     const Status written = co_await stream.call->Write(serialized);
     if (!written.ok() || stream.ended) co_return;
     // A57: the timer of a resource starts once the request naming it has been
-    // sent on a connected stream.
+    // sent on a connected stream: on the wire, not merely buffered behind a
+    // closed flow-control window or a stream the server has not admitted.
+    const Status sent = co_await stream.call->WaitUntilWritten();
+    if (!sent.ok() || stream.ended) co_return;
     for (const std::string& name : request.resource_names) {
       XdsCacheEntry* entry = env_.cache.Find(*state.type, name);
       if (entry != nullptr && &entry->server == &server_)
