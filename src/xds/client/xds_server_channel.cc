@@ -1,12 +1,12 @@
 #include "xds/client/xds_server_channel.h"
 
-#include <netdb.h>
 #include <sys/socket.h>
 
 #include <utility>
 #include <vector>
 
 #include "envoy/service/discovery/v3/discovery.pb.h"
+#include "runtime/host_resolver.h"
 #include "runtime/socket_address.h"
 #include "xds/client/ads_protocol.h"
 
@@ -57,29 +57,6 @@ HostPort SplitTarget(std::string_view target) {
   return result;
 }
 
-StatusOr<SocketAddress> ResolveTarget(const HostPort& target) {
-  const std::string literal = target.host.find(':') != std::string::npos
-                                  ? "[" + target.host + "]:" + target.port
-                                  : target.host + ":" + target.port;
-  if (StatusOr<SocketAddress> address = SocketAddress::Parse(literal); address.ok()) {
-    return address;
-  }
-  // A host name. The lookup blocks the control thread; it happens only when
-  // (re)connecting to an xDS server, never on the data path.
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_ADDRCONFIG;
-  addrinfo* results = nullptr;
-  const int rc = ::getaddrinfo(target.host.c_str(), target.port.c_str(), &hints, &results);
-  if (rc != 0 || results == nullptr) {
-    return UnavailableError("cannot resolve " + target.authority + ": " + ::gai_strerror(rc));
-  }
-  SocketAddress address = SocketAddress::FromSockaddr(results->ai_addr, results->ai_addrlen);
-  ::freeaddrinfo(results);
-  return address;
-}
-
 }  // namespace
 
 XdsServerChannel::XdsServerChannel(const Environment& environment, XdsServerState& server)
@@ -87,7 +64,8 @@ XdsServerChannel::XdsServerChannel(const Environment& environment, XdsServerStat
       server_(server),
       backoff_({environment.options.backoff_initial, environment.options.backoff_multiplier,
                 environment.options.backoff_jitter, environment.options.backoff_max}),
-      wake_idle_(environment.loop) {}
+      wake_idle_(environment.loop),
+      resolver_(environment.loop) {}
 
 XdsServerChannel::~XdsServerChannel() = default;
 
@@ -171,8 +149,11 @@ Task<void> XdsServerChannel::Run() {
 
 Task<StatusOr<std::unique_ptr<http2::ClientConnection>>> XdsServerChannel::Connect() {
   const HostPort target = SplitTarget(server_.config.server_uri);
-  StatusOr<SocketAddress> address = ResolveTarget(target);
-  if (!address.ok()) co_return address.status();
+  // Off the loop: a lookup can take seconds. A name that does not resolve
+  // is a connectivity failure like a refused connection (A57, A71).
+  StatusOr<std::vector<SocketAddress>> addresses =
+      co_await resolver_.Resolve(target.host, target.port);
+  if (!addresses.ok()) co_return addresses.status();
   http2::ClientConnectionOptions options;
   options.authority = target.authority;
   options.connect_timeout = env_.options.connect_timeout;
@@ -195,9 +176,21 @@ Task<StatusOr<std::unique_ptr<http2::ClientConnection>>> XdsServerChannel::Conne
     options.tls = tls_context_;
     options.tls_server_name = target.host;
   }
-  StatusOr<std::unique_ptr<http2::ClientConnection>> connection =
-      co_await http2::ClientConnection::Connect(env_.loop, *address, std::move(options));
-  co_return connection;
+  // Every address in the resolver's order (RFC 6724), as gRPC's pick_first
+  // does: "localhost" may give ::1 first while the server listens on
+  // 127.0.0.1 only.
+  Status failures;
+  for (const SocketAddress& address : *addresses) {
+    StatusOr<std::unique_ptr<http2::ClientConnection>> connection =
+        co_await http2::ClientConnection::Connect(env_.loop, address, options);
+    if (connection.ok() || addresses->size() == 1) co_return connection;
+    const std::string failure = address.ToString() + ": " + connection.status().message();
+    failures = failures.ok() ? Status(connection.status().code(), failure)
+                             : Status(failures.code(), failures.message() + "; " + failure);
+    CancelState* cancel = co_await CurrentCancelState();
+    if (cancel != nullptr && cancel->cancelled()) break;
+  }
+  co_return failures;
 }
 
 Task<bool> XdsServerChannel::RunStream(CancelState* cancel) {

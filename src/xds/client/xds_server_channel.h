@@ -17,6 +17,7 @@
 #include "envoy/config/core/v3/base.pb.h"
 #include "http2/client_call.h"
 #include "http2/client_connection.h"
+#include "runtime/host_resolver.h"
 #include "tls/tls_context.h"
 #include "uxds/bootstrap.h"
 #include "uxds/loop.h"
@@ -104,6 +105,7 @@ class XdsServerChannel {
   bool closed_idle_ = false;
   bool started_stream_ = false;
   Channel<bool> wake_idle_;  // a subscription arrived while idle
+  HostResolver resolver_;    // server_uri host names, off the loop
 };
 
 }  // namespace uxds::xds_internal

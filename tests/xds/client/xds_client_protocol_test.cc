@@ -475,6 +475,24 @@ TEST_F(XdsClientProtocolTest, AuthoritiesRouteNamesToTheirServers) {
   EXPECT_EQ(event->status.code(), StatusCode::kInvalidArgument) << event->ToString();
 }
 
+// A host name in server_uri is resolved off the control loop; one that does
+// not resolve is a connectivity failure like a refused connection.
+TEST_F(XdsClientProtocolTest, HostNamesInServerUriAreResolved) {
+  const std::string port = cp_->target().substr(cp_->target().rfind(':') + 1);
+  StartClient(MakeBootstrap("localhost:" + port));
+  auto watcher = Watch(TestClusterType::Get(), "c1");
+  ASSERT_TRUE(WaitForRequest(kClusterTypeUrl, {"c1"}).has_value());
+  Respond(kClusterTypeUrl, "1", {ClusterAny("c1", 1000)});
+  EXPECT_TRUE(NextIsCluster(*watcher, "c1", 1000));
+}
+
+TEST_F(XdsClientProtocolTest, ANameThatDoesNotResolveIsAConnectivityFailure) {
+  StartClient(MakeBootstrap("xds.example.invalid:443"));
+  auto watcher = Watch(TestClusterType::Get(), "c1");
+  EXPECT_TRUE(
+      NextIsError(*watcher, StatusCode::kUnavailable, "cannot resolve xds.example.invalid:443"));
+}
+
 TEST_F(XdsClientProtocolTest, TlsChannelCredentials) {
   TempDir dir;
   TestCertificates certificates = MakeTestCertificates(dir.path());
