@@ -2,6 +2,11 @@
 
 #include "envoy/config/cluster/v3/cluster.pb.h"
 #include "envoy/config/endpoint/v3/endpoint.pb.h"
+#include "envoy/config/listener/v3/listener.pb.h"
+#include "envoy/config/route/v3/route.pb.h"
+#include "envoy/extensions/clusters/aggregate/v3/cluster.pb.h"
+#include "envoy/extensions/filters/http/router/v3/router.pb.h"
+#include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
 
 namespace uxds::testing {
 
@@ -32,6 +37,83 @@ ResponseResource Endpoints(const std::string& cluster_name, const std::string& i
   address->set_address(ip);
   address->set_port_value(port);
   return ResponseResource(kEdsType, assignment.SerializeAsString());
+}
+
+namespace {
+
+using envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager;
+
+void FillRouteConfig(envoy::config::route::v3::RouteConfiguration& config, const std::string& name,
+                     const std::string& domain, const std::vector<TestRoute>& routes) {
+  config.set_name(name);
+  auto* vhost = config.add_virtual_hosts();
+  vhost->set_name("vhost");
+  vhost->add_domains(domain);
+  for (const TestRoute& route : routes) {
+    auto* added = vhost->add_routes();
+    added->mutable_match()->set_prefix(route.prefix);
+    added->mutable_route()->set_cluster(route.cluster);
+  }
+}
+
+ResponseResource ListenerWith(const std::string& name, const HttpConnectionManager& hcm) {
+  HttpConnectionManager with_router = hcm;
+  auto* router = with_router.add_http_filters();
+  router->set_name("router");
+  router->mutable_typed_config()->PackFrom(envoy::extensions::filters::http::router::v3::Router());
+  envoy::config::listener::v3::Listener listener;
+  listener.set_name(name);
+  listener.mutable_api_listener()->mutable_api_listener()->PackFrom(with_router);
+  return ResponseResource(kLdsType, listener.SerializeAsString());
+}
+
+}  // namespace
+
+ResponseResource ApiListener(const std::string& name, const std::string& route_config_name) {
+  HttpConnectionManager hcm;
+  hcm.mutable_rds()->mutable_config_source()->mutable_ads();
+  hcm.mutable_rds()->set_route_config_name(route_config_name);
+  return ListenerWith(name, hcm);
+}
+
+ResponseResource ApiListenerWithRoutes(const std::string& name, const std::string& domain,
+                                       const std::vector<TestRoute>& routes) {
+  HttpConnectionManager hcm;
+  FillRouteConfig(*hcm.mutable_route_config(), name + "-routes", domain, routes);
+  return ListenerWith(name, hcm);
+}
+
+ResponseResource RouteConfig(const std::string& name, const std::string& domain,
+                             const std::vector<TestRoute>& routes) {
+  envoy::config::route::v3::RouteConfiguration config;
+  FillRouteConfig(config, name, domain, routes);
+  return ResponseResource(kRdsType, config.SerializeAsString());
+}
+
+ResponseResource AggregateCluster(const std::string& name,
+                                  const std::vector<std::string>& children) {
+  envoy::config::cluster::v3::Cluster cluster;
+  cluster.set_name(name);
+  envoy::extensions::clusters::aggregate::v3::ClusterConfig config;
+  for (const std::string& child : children) config.add_clusters(child);
+  cluster.mutable_cluster_type()->set_name("envoy.clusters.aggregate");
+  cluster.mutable_cluster_type()->mutable_typed_config()->PackFrom(config);
+  return ResponseResource(kCdsType, cluster.SerializeAsString());
+}
+
+ResponseResource LogicalDnsCluster(const std::string& name, const std::string& host, int port) {
+  envoy::config::cluster::v3::Cluster cluster;
+  cluster.set_name(name);
+  cluster.set_type(envoy::config::cluster::v3::Cluster::LOGICAL_DNS);
+  auto* address = cluster.mutable_load_assignment()
+                      ->add_endpoints()
+                      ->add_lb_endpoints()
+                      ->mutable_endpoint()
+                      ->mutable_address()
+                      ->mutable_socket_address();
+  address->set_address(host);
+  address->set_port_value(port);
+  return ResponseResource(kCdsType, cluster.SerializeAsString());
 }
 
 }  // namespace uxds::testing

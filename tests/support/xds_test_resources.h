@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "support/fake_control_plane.h"
 
@@ -11,6 +12,15 @@ namespace uxds::testing {
 inline constexpr char kCdsType[] = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
 inline constexpr char kEdsType[] =
     "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment";
+inline constexpr char kLdsType[] = "type.googleapis.com/envoy.config.listener.v3.Listener";
+inline constexpr char kRdsType[] = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration";
+
+// One route of RouteConfig(): requests whose path starts with `prefix` go to
+// `cluster`.
+struct TestRoute {
+  std::string prefix;
+  std::string cluster;
+};
 
 // An EDS cluster whose endpoints come from ADS under `service_name`.
 ResponseResource ValidCluster(const std::string& name, const std::string& service_name);
@@ -18,5 +28,20 @@ ResponseResource ValidCluster(const std::string& name, const std::string& servic
 ResponseResource InvalidCluster(const std::string& name);
 // One locality (zone z1, weight 1) with one endpoint ip:port.
 ResponseResource Endpoints(const std::string& cluster_name, const std::string& ip, int port);
+
+// A client Listener (api_listener) whose HttpConnectionManager (router
+// filter only) gets its routes from RDS resource `route_config_name`.
+ResponseResource ApiListener(const std::string& name, const std::string& route_config_name);
+// The same with the RouteConfiguration inlined (RouteConfigProto's routes).
+ResponseResource ApiListenerWithRoutes(const std::string& name, const std::string& domain,
+                                       const std::vector<TestRoute>& routes);
+// A RouteConfiguration with one virtual host for `domain`.
+ResponseResource RouteConfig(const std::string& name, const std::string& domain,
+                             const std::vector<TestRoute>& routes);
+// An aggregate cluster (A37) over `children`, in priority order.
+ResponseResource AggregateCluster(const std::string& name,
+                                  const std::vector<std::string>& children);
+// A LOGICAL_DNS cluster resolving host:port.
+ResponseResource LogicalDnsCluster(const std::string& name, const std::string& host, int port);
 
 }  // namespace uxds::testing

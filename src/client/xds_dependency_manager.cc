@@ -1,0 +1,396 @@
+#include "client/xds_dependency_manager.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace uxds {
+
+// Forwards one watch's callbacks to the manager. The XdsClient guarantees no
+// callback after CancelWatch(), which the manager calls before it goes.
+template <typename T>
+class XdsDependencyManager::ResourceWatcher final : public XdsResourceWatcher<T> {
+ public:
+  ResourceWatcher(XdsDependencyManager& manager, std::string name)
+      : manager_(manager), name_(std::move(name)) {}
+  void OnResourceChanged(StatusOr<std::shared_ptr<const T>> resource) override {
+    manager_.OnResource<T>(name_, std::move(resource));
+  }
+  void OnAmbientError(Status status) override { manager_.OnAmbient<T>(name_, std::move(status)); }
+
+ private:
+  XdsDependencyManager& manager_;
+  const std::string name_;
+};
+
+namespace {
+
+// "type name": the resource named in errors, as gRPC names it.
+std::string Named(std::string_view type, std::string_view name) {
+  return std::string(type) + " " + std::string(name);
+}
+
+Status WithContext(const Status& status, std::string_view context) {
+  return Status(status.code(), std::string(context) + ": " + status.message());
+}
+
+}  // namespace
+
+XdsDependencyManager::XdsDependencyManager(XdsClient& client, std::string listener_name,
+                                           std::string authority, Watcher watcher)
+    : client_(client),
+      listener_name_(std::move(listener_name)),
+      authority_(std::move(authority)),
+      watcher_(std::move(watcher)),
+      resolver_(std::make_shared<HostResolver>(client.loop())) {
+  listener_.watcher = std::make_shared<ResourceWatcher<ListenerResource>>(*this, listener_name_);
+  client_.WatchResource(ListenerResourceType::Get(), listener_name_, listener_.watcher);
+}
+
+XdsDependencyManager::~XdsDependencyManager() {
+  *alive_ = false;
+  client_.CancelWatch(ListenerResourceType::Get(), listener_name_, listener_.watcher.get());
+  for (auto& [name, state] : route_configs_) {
+    client_.CancelWatch(RouteConfigResourceType::Get(), name, state.watcher.get());
+  }
+  for (auto& [name, state] : clusters_) {
+    client_.CancelWatch(ClusterResourceType::Get(), name, state.watcher.get());
+  }
+  for (auto& [name, state] : endpoints_) {
+    client_.CancelWatch(EndpointResourceType::Get(), name, state.watcher.get());
+  }
+}
+
+template <typename T>
+XdsDependencyManager::WatchState<T>& XdsDependencyManager::Watch(
+    std::map<std::string, WatchState<T>, std::less<>>& watches, const XdsResourceTypeImpl<T>& type,
+    const std::string& name) {
+  auto [it, added] = watches.try_emplace(name);
+  if (added) {
+    it->second.watcher = std::make_shared<ResourceWatcher<T>>(*this, name);
+    client_.WatchResource(type, name, it->second.watcher);
+  }
+  return it->second;
+}
+
+template <typename T>
+void XdsDependencyManager::OnResource(const std::string& name,
+                                      StatusOr<std::shared_ptr<const T>> resource) {
+  WatchState<T>* state = nullptr;
+  if constexpr (std::is_same_v<T, ListenerResource>) {
+    state = &listener_;
+  } else if constexpr (std::is_same_v<T, RouteConfigResource>) {
+    auto it = route_configs_.find(name);
+    if (it != route_configs_.end()) state = &it->second;
+  } else if constexpr (std::is_same_v<T, ClusterResource>) {
+    auto it = clusters_.find(name);
+    if (it != clusters_.end()) state = &it->second;
+  } else {
+    auto it = endpoints_.find(name);
+    if (it != endpoints_.end()) state = &it->second;
+  }
+  if (state == nullptr) return;
+  // A88: a new resource clears the ambient error; a data error replaces the
+  // resource (the XdsClient has dropped it too).
+  state->update = std::move(resource);
+  state->ambient = Status();
+  Update();
+}
+
+template <typename T>
+void XdsDependencyManager::OnAmbient(const std::string& name, Status status) {
+  WatchState<T>* state = nullptr;
+  if constexpr (std::is_same_v<T, ListenerResource>) {
+    state = &listener_;
+  } else if constexpr (std::is_same_v<T, RouteConfigResource>) {
+    auto it = route_configs_.find(name);
+    if (it != route_configs_.end()) state = &it->second;
+  } else if constexpr (std::is_same_v<T, ClusterResource>) {
+    auto it = clusters_.find(name);
+    if (it != clusters_.end()) state = &it->second;
+  } else {
+    auto it = endpoints_.find(name);
+    if (it != endpoints_.end()) state = &it->second;
+  }
+  if (state == nullptr) return;
+  state->ambient = std::move(status);
+  // The notes change; the resources do not.
+  Update();
+}
+
+void XdsDependencyManager::RequestReresolution() {
+  for (auto& [cluster, dns] : dns_) StartDns(cluster, dns.hostname);
+}
+
+void XdsDependencyManager::StartDns(const std::string& cluster, const std::string& hostname) {
+  DnsState& dns = dns_[cluster];
+  dns.hostname = hostname;
+  const uint64_t generation = ++dns.generation;
+  client_.loop().Spawn(ResolveDns(alive_, this, resolver_, cluster, hostname, generation));
+}
+
+Task<void> XdsDependencyManager::ResolveDns(std::weak_ptr<bool> alive, XdsDependencyManager* self,
+                                            std::shared_ptr<HostResolver> resolver,
+                                            std::string cluster, std::string hostname,
+                                            uint64_t generation) {
+  // "host:port"; IPv6 literals in brackets.
+  std::string host = hostname;
+  std::string port;
+  if (const size_t colon = hostname.rfind(':');
+      colon != std::string::npos && hostname.find(']', colon) == std::string::npos) {
+    host = hostname.substr(0, colon);
+    port = hostname.substr(colon + 1);
+  }
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  StatusOr<std::vector<SocketAddress>> addresses = co_await resolver->Resolve(host, port);
+  std::shared_ptr<bool> live = alive.lock();
+  if (live == nullptr || !*live) co_return;
+  auto it = self->dns_.find(cluster);
+  if (it == self->dns_.end() || it->second.generation != generation) co_return;
+  if (!addresses.ok()) {
+    // A37: the cluster has no endpoints; the note says why.
+    it->second.update = Status(StatusCode::kUnavailable, "DNS resolution failed for " + hostname +
+                                                             ": " + addresses.status().message());
+  } else {
+    // A37: a LOGICAL_DNS cluster is one locality with one endpoint whose
+    // addresses are the name's addresses (A61).
+    auto endpoints = std::make_shared<EndpointResource>();
+    EndpointResource::Endpoint endpoint;
+    for (const SocketAddress& address : *addresses)
+      endpoint.addresses.push_back(address.ToString());
+    EndpointResource::Locality locality;
+    locality.weight = 1;
+    locality.endpoints.push_back(std::move(endpoint));
+    endpoints->priorities.emplace_back().localities.push_back(std::move(locality));
+    it->second.update = std::shared_ptr<const EndpointResource>(std::move(endpoints));
+  }
+  self->Update();
+}
+
+std::string XdsDependencyManager::ResolutionNote(const Status& cluster_ambient,
+                                                 const Status& endpoint_ambient) const {
+  // A88: the ambient errors of the Listener and RouteConfiguration (for
+  // every cluster) and of this cluster's own Cluster and endpoints.
+  std::string note;
+  auto add = [&note](const Status& status) {
+    if (status.ok()) return;
+    if (!note.empty()) note += "; ";
+    note += status.message();
+  };
+  add(listener_.ambient);
+  if (auto it = route_configs_.find(route_config_name_); it != route_configs_.end()) {
+    add(it->second.ambient);
+  }
+  add(cluster_ambient);
+  add(endpoint_ambient);
+  if (note.empty()) note = "xDS node ID:" + client_.bootstrap().node.id;
+  return note;
+}
+
+bool XdsDependencyManager::AddCluster(const std::string& name, int depth,
+                                      std::vector<std::string>& path, XdsConfig& config,
+                                      std::set<std::string>& clusters,
+                                      std::set<std::string>& endpoint_names,
+                                      std::set<std::string>& dns_clusters,
+                                      std::vector<std::string>* leaves) {
+  clusters.insert(name);
+  WatchState<ClusterResource>& state = Watch(clusters_, ClusterResourceType::Get(), name);
+  if (!state.update.has_value()) return false;
+  if (!state.update->ok()) {
+    config.clusters.insert_or_assign(
+        name, WithContext(state.update->status(), Named("CDS resource", name)));
+    return true;
+  }
+  const std::shared_ptr<const ClusterResource>& cluster = **state.update;
+  if (const auto* aggregate = std::get_if<ClusterResource::Aggregate>(&cluster->type)) {
+    if (depth >= kMaxAggregateDepth) {
+      config.clusters.insert_or_assign(
+          name,
+          Status(StatusCode::kUnavailable, "aggregate cluster graph exceeds max depth at " + name));
+      return true;
+    }
+    XdsConfig::ClusterConfig::AggregateConfig children;
+    bool complete = true;
+    path.push_back(name);
+    for (const std::string& child : aggregate->prioritized_cluster_names) {
+      // A37: a cluster that is its own ancestor would recurse forever.
+      if (std::find(path.begin(), path.end(), child) != path.end()) continue;
+      complete &= AddCluster(child, depth + 1, path, config, clusters, endpoint_names, dns_clusters,
+                             &children.leaf_clusters);
+    }
+    path.pop_back();
+    if (!complete) return false;
+    // A37: each leaf once, at its first position.
+    std::vector<std::string> unique;
+    for (std::string& leaf : children.leaf_clusters) {
+      if (std::find(unique.begin(), unique.end(), leaf) == unique.end()) {
+        unique.push_back(std::move(leaf));
+      }
+    }
+    children.leaf_clusters = std::move(unique);
+    if (leaves != nullptr) {
+      leaves->insert(leaves->end(), children.leaf_clusters.begin(), children.leaf_clusters.end());
+    }
+    config.clusters.insert_or_assign(name, XdsConfig::ClusterConfig{cluster, std::move(children)});
+    return true;
+  }
+  XdsConfig::ClusterConfig::EndpointConfig endpoint_config;
+  Status endpoint_ambient;
+  if (const auto* eds = std::get_if<ClusterResource::Eds>(&cluster->type)) {
+    const std::string service = eds->eds_service_name.empty() ? name : eds->eds_service_name;
+    endpoint_names.insert(service);
+    WatchState<EndpointResource>& endpoints =
+        Watch(endpoints_, EndpointResourceType::Get(), service);
+    if (!endpoints.update.has_value()) return false;
+    endpoint_ambient = endpoints.ambient;
+    if (endpoints.update->ok()) {
+      endpoint_config.endpoints = **endpoints.update;
+    } else {
+      endpoint_ambient = WithContext(endpoints.update->status(), Named("EDS resource", service));
+    }
+  } else {
+    const auto& dns = std::get<ClusterResource::LogicalDns>(cluster->type);
+    dns_clusters.insert(name);
+    auto it = dns_.find(name);
+    if (it == dns_.end() || it->second.hostname != dns.hostname) {
+      StartDns(name, dns.hostname);
+      return false;
+    }
+    if (!it->second.update.has_value()) return false;
+    if (it->second.update->ok()) {
+      endpoint_config.endpoints = **it->second.update;
+    } else {
+      endpoint_ambient = it->second.update->status();
+    }
+  }
+  endpoint_config.resolution_note = ResolutionNote(state.ambient, endpoint_ambient);
+  if (leaves != nullptr) leaves->push_back(name);
+  config.clusters.insert_or_assign(name,
+                                   XdsConfig::ClusterConfig{cluster, std::move(endpoint_config)});
+  return true;
+}
+
+void XdsDependencyManager::Update() {
+  if (!listener_.update.has_value()) return;
+  const std::string listener_context = Named("LDS resource", listener_name_);
+  if (!listener_.update->ok()) {
+    Report(WithContext(listener_.update->status(), listener_context));
+    return;
+  }
+  auto config = std::make_shared<XdsConfig>();
+  config->listener = **listener_.update;
+  const auto* api = std::get_if<ListenerResource::ApiListener>(&config->listener->listener);
+  if (api == nullptr) {
+    Report(Status(StatusCode::kUnavailable, listener_context + ": not an API listener"));
+    return;
+  }
+  // The RouteConfiguration: inline, or the RDS resource it names (the watch
+  // of an old name goes as soon as the Listener names another).
+  std::string route_context;
+  if (const auto* inline_config =
+          std::get_if<RouteConfigResource>(&api->http_connection_manager.route_config)) {
+    config->route_config =
+        std::shared_ptr<const RouteConfigResource>(config->listener, inline_config);
+    route_config_name_.clear();
+    route_context = listener_context + " (inline RouteConfiguration)";
+  } else {
+    route_config_name_ = std::get<std::string>(api->http_connection_manager.route_config);
+    route_context = Named("RDS resource", route_config_name_);
+  }
+  for (auto it = route_configs_.begin(); it != route_configs_.end();) {
+    if (it->first == route_config_name_) {
+      ++it;
+      continue;
+    }
+    client_.CancelWatch(RouteConfigResourceType::Get(), it->first, it->second.watcher.get());
+    it = route_configs_.erase(it);
+  }
+  if (!route_config_name_.empty()) {
+    WatchState<RouteConfigResource>& rds =
+        Watch(route_configs_, RouteConfigResourceType::Get(), route_config_name_);
+    if (!rds.update.has_value()) return;
+    if (!rds.update->ok()) {
+      Report(WithContext(rds.update->status(), route_context));
+      return;
+    }
+    config->route_config = **rds.update;
+  }
+  config->virtual_host = config->route_config->FindVirtualHost(authority_);
+  if (config->virtual_host == nullptr) {
+    Report(Status(StatusCode::kUnavailable,
+                  "could not find VirtualHost for " + authority_ + " in " + route_context));
+    return;
+  }
+  // Every cluster a route of the virtual host names, in route order.
+  std::vector<std::string> roots;
+  for (const RouteConfigResource::Route& route : config->virtual_host->routes) {
+    const auto* action = std::get_if<RouteConfigResource::Route::RouteAction>(&route.action);
+    if (action == nullptr) continue;
+    if (const auto* single =
+            std::get_if<RouteConfigResource::Route::RouteAction::ClusterName>(&action->cluster)) {
+      roots.push_back(single->name);
+    } else {
+      for (const auto& weighted :
+           std::get<RouteConfigResource::Route::RouteAction::WeightedClusters>(action->cluster)
+               .clusters) {
+        roots.push_back(weighted.name);
+      }
+    }
+  }
+  std::set<std::string> clusters, endpoint_names, dns_clusters;
+  bool complete = true;
+  for (const std::string& root : roots) {
+    if (config->clusters.contains(root)) continue;
+    std::vector<std::string> path;
+    complete &= AddCluster(root, 0, path, *config, clusters, endpoint_names, dns_clusters, nullptr);
+  }
+  // A74: the clusters of the config in use stay watched until a new config
+  // replaces it; only then do watches nothing refers to any more go.
+  if (complete) {
+    published_clusters_ = clusters;
+    published_endpoints_ = endpoint_names;
+    published_dns_ = dns_clusters;
+  } else {
+    clusters.insert(published_clusters_.begin(), published_clusters_.end());
+    endpoint_names.insert(published_endpoints_.begin(), published_endpoints_.end());
+    dns_clusters.insert(published_dns_.begin(), published_dns_.end());
+  }
+  for (auto it = clusters_.begin(); it != clusters_.end();) {
+    if (clusters.contains(it->first)) {
+      ++it;
+      continue;
+    }
+    client_.CancelWatch(ClusterResourceType::Get(), it->first, it->second.watcher.get());
+    it = clusters_.erase(it);
+  }
+  for (auto it = endpoints_.begin(); it != endpoints_.end();) {
+    if (endpoint_names.contains(it->first)) {
+      ++it;
+      continue;
+    }
+    client_.CancelWatch(EndpointResourceType::Get(), it->first, it->second.watcher.get());
+    it = endpoints_.erase(it);
+  }
+  std::erase_if(dns_, [&](const auto& entry) { return !dns_clusters.contains(entry.first); });
+  if (!complete) return;
+  Report(std::shared_ptr<const XdsConfig>(std::move(config)));
+}
+
+void XdsDependencyManager::Report(StatusOr<std::shared_ptr<const XdsConfig>> config) {
+  watcher_(std::move(config));
+}
+
+std::vector<std::string> XdsDependencyManager::WatchedClusters() const {
+  std::vector<std::string> names;
+  for (const auto& [name, state] : clusters_) names.push_back(name);
+  return names;
+}
+
+std::vector<std::string> XdsDependencyManager::WatchedEndpoints() const {
+  std::vector<std::string> names;
+  for (const auto& [name, state] : endpoints_) names.push_back(name);
+  return names;
+}
+
+}  // namespace uxds

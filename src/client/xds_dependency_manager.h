@@ -1,0 +1,118 @@
+// XdsDependencyManager (A74): watches a channel's Listener, its
+// RouteConfiguration, every cluster its virtual host's routes name (aggregate
+// clusters expanded depth-first, A37) and their endpoints (EDS, or DNS for
+// LOGICAL_DNS clusters, resolved off the loop), and publishes one complete
+// XdsConfig at a time: a change takes effect only once every resource it
+// depends on has been attempted (received, or known missing or broken).
+// Watches no longer needed are cancelled.
+//
+// Control thread only (the XdsClient's loop).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "client/xds_config.h"
+#include "runtime/host_resolver.h"
+#include "uxds/loop.h"
+#include "uxds/xds_client.h"
+#include "uxds/xds_resources.h"
+
+namespace uxds {
+
+class XdsDependencyManager {
+ public:
+  // A74: an error only for what makes the whole config unusable: the
+  // Listener or RouteConfiguration missing or failed (A88:
+  // OnResourceChanged with an error), a Listener that is not an API
+  // listener, or no virtual host for the authority. Cluster problems are
+  // per cluster, inside the config.
+  using Watcher = std::function<void(StatusOr<std::shared_ptr<const XdsConfig>> config)>;
+
+  // Starts the Listener watch. `authority` picks the virtual host (A28).
+  XdsDependencyManager(XdsClient& client, std::string listener_name, std::string authority,
+                       Watcher watcher);
+  // Cancels every watch; no callback after this.
+  ~XdsDependencyManager();
+  XdsDependencyManager(const XdsDependencyManager&) = delete;
+  XdsDependencyManager& operator=(const XdsDependencyManager&) = delete;
+
+  // A74: LB policies ask for this when their endpoints fail: every
+  // LOGICAL_DNS cluster resolves its name again.
+  void RequestReresolution();
+
+  // The resources watched now, for tests and CSDS-like views.
+  std::vector<std::string> WatchedClusters() const;
+  std::vector<std::string> WatchedEndpoints() const;
+
+  // A37: the depth limit of an aggregate cluster tree.
+  static constexpr int kMaxAggregateDepth = 16;
+
+ private:
+  template <typename T>
+  class ResourceWatcher;
+  // What one watch has delivered so far.
+  template <typename T>
+  struct WatchState {
+    std::shared_ptr<ResourceWatcher<T>> watcher;
+    // nullopt: nothing yet. An error: the resource cannot be used (A88).
+    std::optional<StatusOr<std::shared_ptr<const T>>> update;
+    Status ambient;  // A88: the last ambient error (OK: none)
+  };
+  struct DnsState {
+    std::string hostname;  // "host:port"
+    std::optional<StatusOr<std::shared_ptr<const EndpointResource>>> update;
+    uint64_t generation = 0;  // ignores results of superseded lookups
+  };
+
+  template <typename T>
+  void OnResource(const std::string& name, StatusOr<std::shared_ptr<const T>> resource);
+  template <typename T>
+  void OnAmbient(const std::string& name, Status status);
+  template <typename T>
+  WatchState<T>& Watch(std::map<std::string, WatchState<T>, std::less<>>& watches,
+                       const XdsResourceTypeImpl<T>& type, const std::string& name);
+  void StartDns(const std::string& cluster, const std::string& hostname);
+  static Task<void> ResolveDns(std::weak_ptr<bool> alive, XdsDependencyManager* self,
+                               std::shared_ptr<HostResolver> resolver, std::string cluster,
+                               std::string hostname, uint64_t generation);
+
+  // Recomputes the config from what has arrived, updates the watches, and
+  // reports a config if it is complete (or an error if LDS/RDS say so).
+  void Update();
+  // Adds `name` and what it depends on to `config`; false if something it
+  // needs has not arrived yet. `path` holds the aggregate clusters above it.
+  bool AddCluster(const std::string& name, int depth, std::vector<std::string>& path,
+                  XdsConfig& config, std::set<std::string>& clusters,
+                  std::set<std::string>& endpoint_names, std::set<std::string>& dns_clusters,
+                  std::vector<std::string>* leaves);
+  std::string ResolutionNote(const Status& cluster_ambient, const Status& endpoint_ambient) const;
+  void Report(StatusOr<std::shared_ptr<const XdsConfig>> config);
+
+  XdsClient& client_;
+  const std::string listener_name_;
+  const std::string authority_;
+  Watcher watcher_;
+  // Shared with the DNS tasks, which may outlive the manager by a lookup.
+  std::shared_ptr<HostResolver> resolver_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+
+  WatchState<ListenerResource> listener_;
+  std::string route_config_name_;  // the RDS name watched, empty when inlined
+  std::map<std::string, WatchState<RouteConfigResource>, std::less<>> route_configs_;
+  std::map<std::string, WatchState<ClusterResource>, std::less<>> clusters_;
+  std::map<std::string, WatchState<EndpointResource>, std::less<>> endpoints_;
+  std::map<std::string, DnsState, std::less<>> dns_;
+  // What the last published config used: watched until a new one is out.
+  std::set<std::string> published_clusters_;
+  std::set<std::string> published_endpoints_;
+  std::set<std::string> published_dns_;
+};
+
+}  // namespace uxds

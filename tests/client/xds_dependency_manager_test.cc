@@ -1,0 +1,270 @@
+// XdsDependencyManager (A74, A37, A88) against the fake control plane: real
+// Listener, RouteConfiguration, Cluster and ClusterLoadAssignment resources
+// over ADS, decoded by uxds's decoders, watched through a real XdsClient.
+#include "client/xds_dependency_manager.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "support/fake_control_plane.h"
+#include "support/test_support.h"
+#include "support/xds_test_resources.h"
+#include "uxds/runtime.h"
+
+namespace uxds::testing {
+namespace {
+
+using std::chrono::milliseconds;
+constexpr milliseconds kWait = std::chrono::seconds(30);
+constexpr char kNodeId[] = "deps-node";
+using Update = StatusOr<std::shared_ptr<const XdsConfig>>;
+
+class XdsDependencyManagerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cp_ = FakeControlPlane::Start();
+    ASSERT_NE(cp_, nullptr);
+    loop_ = *LoopThread::Start();
+  }
+  void TearDown() override {
+    loop_->RunSync([&] { manager_.reset(); });
+    if (client_ != nullptr) loop_->RunSync([&] { client_.reset(); });
+    loop_.reset();
+  }
+
+  void Start(const std::string& authority = "svc.example.com",
+             milliseconds resource_timeout = std::chrono::minutes(10)) {
+    Bootstrap bootstrap;
+    XdsServerConfig server;
+    server.server_uri = cp_->target();
+    bootstrap.xds_servers.push_back(server);
+    bootstrap.node.id = kNodeId;
+    XdsClientOptions options;
+    options.resource_does_not_exist_timeout = resource_timeout;
+    loop_->RunSync([&] {
+      client_ = *XdsClient::Create(loop_->loop(), bootstrap, options);
+      manager_ = std::make_unique<XdsDependencyManager>(
+          *client_, "l1", authority, [this](Update update) { Push(std::move(update)); });
+    });
+  }
+
+  // The next update (fails the test after kWait).
+  std::optional<Update> Next() {
+    std::unique_lock lock(mu_);
+    if (!cv_.wait_for(lock, kWait, [&] { return !updates_.empty(); })) {
+      ADD_FAILURE() << "no update";
+      return std::nullopt;
+    }
+    Update update = std::move(updates_.front());
+    updates_.pop_front();
+    return update;
+  }
+  // Skips updates until `predicate` holds for a config.
+  template <typename Predicate>
+  std::shared_ptr<const XdsConfig> NextConfigWhere(Predicate predicate) {
+    while (std::optional<Update> update = Next()) {
+      if (update->ok() && predicate(***update)) return **update;
+    }
+    return nullptr;
+  }
+  std::vector<std::string> WatchedClusters() {
+    std::vector<std::string> names;
+    loop_->RunSync([&] { names = manager_->WatchedClusters(); });
+    return names;
+  }
+
+  static const XdsConfig::ClusterConfig::EndpointConfig* EndpointsOf(const XdsConfig& config,
+                                                                     const std::string& cluster) {
+    auto it = config.clusters.find(cluster);
+    if (it == config.clusters.end() || !it->second.ok()) return nullptr;
+    return std::get_if<XdsConfig::ClusterConfig::EndpointConfig>(&it->second->children);
+  }
+  static std::string FirstAddress(const XdsConfig& config, const std::string& cluster) {
+    const auto* endpoints = EndpointsOf(config, cluster);
+    if (endpoints == nullptr || endpoints->endpoints == nullptr) return "";
+    return endpoints->endpoints->priorities.at(0).localities.at(0).endpoints.at(0).addresses.at(0);
+  }
+
+  std::unique_ptr<FakeControlPlane> cp_;
+  std::unique_ptr<LoopThread> loop_;
+  std::unique_ptr<XdsClient> client_;
+  std::unique_ptr<XdsDependencyManager> manager_;
+
+ private:
+  void Push(Update update) {
+    {
+      std::lock_guard lock(mu_);
+      updates_.push_back(std::move(update));
+    }
+    cv_.notify_all();
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Update> updates_;
+};
+
+// A74: the first config published is complete: the Listener, its RDS
+// resource, both clusters the routes name and their endpoints.
+TEST_F(XdsDependencyManagerTest, PublishesOnlyACompleteConfig) {
+  ASSERT_TRUE(cp_->SetResources(kLdsType, {{"l1", ApiListener("l1", "r1")}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(
+      kRdsType, {{"r1", RouteConfig("r1", "svc.example.com", {{"/a/", "c1"}, {"", "c2"}})}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(
+      kCdsType, {{"c1", ValidCluster("c1", "s1")}, {"c2", ValidCluster("c2", "s2")}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(
+      kEdsType, {{"s1", Endpoints("s1", "10.0.0.1", 80)}, {"s2", Endpoints("s2", "10.0.0.2", 80)}},
+      "1"));
+  Start();
+  std::optional<Update> first = Next();
+  ASSERT_TRUE(first.has_value());
+  ASSERT_TRUE(first->ok()) << first->status().ToString();
+  const XdsConfig& config = ***first;
+  ASSERT_NE(config.virtual_host, nullptr);
+  EXPECT_EQ(config.virtual_host->routes.size(), 2u);
+  EXPECT_EQ(config.clusters.size(), 2u);
+  EXPECT_EQ(FirstAddress(config, "c1"), "10.0.0.1:80");
+  EXPECT_EQ(FirstAddress(config, "c2"), "10.0.0.2:80");
+  // A88: no ambient errors: the note names the node.
+  EXPECT_EQ(EndpointsOf(config, "c1")->resolution_note, std::string("xDS node ID:") + kNodeId);
+}
+
+// A74: a RouteConfiguration naming a new cluster takes effect only once that
+// cluster and its endpoints have arrived; the old cluster's watches go.
+TEST_F(XdsDependencyManagerTest, ARouteChangeWaitsForItsClustersAndDropsOldWatches) {
+  ASSERT_TRUE(cp_->SetResources(kLdsType, {{"l1", ApiListener("l1", "r1")}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(kRdsType, {{"r1", RouteConfig("r1", "*", {{"", "c1"}})}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(kCdsType, {{"c1", ValidCluster("c1", "s1")}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(kEdsType, {{"s1", Endpoints("s1", "10.0.0.1", 80)}}, "1"));
+  Start();
+  ASSERT_NE(NextConfigWhere([](const XdsConfig& c) { return c.clusters.contains("c1"); }), nullptr);
+  // c3's endpoints are held back: no config may name c3 before they come.
+  ASSERT_TRUE(cp_->IgnoreRequests(true, kEdsType));
+  ASSERT_TRUE(cp_->SetResources(
+      kCdsType, {{"c1", ValidCluster("c1", "s1")}, {"c3", ValidCluster("c3", "s3")}}, "2"));
+  ASSERT_TRUE(cp_->SetResources(kRdsType, {{"r1", RouteConfig("r1", "*", {{"", "c3"}})}}, "2"));
+  ASSERT_TRUE(cp_->NextRequestMatching(kWait,
+                                       [](const ObservedRequest& r) {
+                                         return r.type_url == kEdsType &&
+                                                r.resource_names ==
+                                                    std::vector<std::string>{"s1", "s3"};
+                                       })
+                  .has_value());
+  ASSERT_TRUE(cp_->SetResources(
+      kEdsType, {{"s1", Endpoints("s1", "10.0.0.1", 80)}, {"s3", Endpoints("s3", "10.0.0.3", 80)}},
+      "2"));
+  ASSERT_TRUE(cp_->IgnoreRequests(false, kEdsType));
+  std::shared_ptr<const XdsConfig> config;
+  while (std::optional<Update> update = Next()) {
+    ASSERT_TRUE(update->ok()) << update->status().ToString();
+    const XdsConfig& c = ***update;
+    if (!c.clusters.contains("c3")) continue;
+    // Never a config with c3 but without its endpoints.
+    EXPECT_EQ(FirstAddress(c, "c3"), "10.0.0.3:80");
+    config = **update;
+    break;
+  }
+  ASSERT_NE(config, nullptr);
+  EXPECT_FALSE(config->clusters.contains("c1"));
+  EXPECT_EQ(WatchedClusters(), std::vector<std::string>{"c3"});
+}
+
+// A37 / A74: an aggregate cluster's leaves, depth-first, each once; a loop
+// is cut; a cluster that does not exist is left out of the leaves.
+TEST_F(XdsDependencyManagerTest, AggregateClustersExpandToTheirLeaves) {
+  ASSERT_TRUE(
+      cp_->SetResources(kLdsType, {{"l1", ApiListenerWithRoutes("l1", "*", {{"", "agg"}})}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(kCdsType,
+                                {{"agg", AggregateCluster("agg", {"c1", "agg2", "missing", "c1"})},
+                                 {"agg2", AggregateCluster("agg2", {"c2", "agg"})},
+                                 {"c1", ValidCluster("c1", "s1")},
+                                 {"c2", ValidCluster("c2", "s2")}},
+                                "1"));
+  ASSERT_TRUE(cp_->SetResources(
+      kEdsType, {{"s1", Endpoints("s1", "10.0.0.1", 80)}, {"s2", Endpoints("s2", "10.0.0.2", 80)}},
+      "1"));
+  Start("any.example.com", milliseconds(500));
+  // "missing" is attempted once its does-not-exist timer fires.
+  std::shared_ptr<const XdsConfig> config =
+      NextConfigWhere([](const XdsConfig& c) { return c.clusters.contains("agg"); });
+  ASSERT_NE(config, nullptr);
+  const auto& agg = config->clusters.at("agg");
+  ASSERT_TRUE(agg.ok()) << agg.status().ToString();
+  const auto* children = std::get_if<XdsConfig::ClusterConfig::AggregateConfig>(&agg->children);
+  ASSERT_NE(children, nullptr);
+  EXPECT_EQ(children->leaf_clusters, (std::vector<std::string>{"c1", "c2"}));
+  ASSERT_TRUE(config->clusters.contains("missing"));
+  EXPECT_EQ(config->clusters.at("missing").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(FirstAddress(*config, "c2"), "10.0.0.2:80");
+}
+
+// A37: a LOGICAL_DNS cluster's name is resolved off the loop into one
+// endpoint with every address.
+TEST_F(XdsDependencyManagerTest, LogicalDnsClustersAreResolved) {
+  ASSERT_TRUE(
+      cp_->SetResources(kLdsType, {{"l1", ApiListenerWithRoutes("l1", "*", {{"", "dns"}})}}, "1"));
+  ASSERT_TRUE(
+      cp_->SetResources(kCdsType, {{"dns", LogicalDnsCluster("dns", "localhost", 8080)}}, "1"));
+  Start();
+  std::shared_ptr<const XdsConfig> config =
+      NextConfigWhere([](const XdsConfig& c) { return c.clusters.contains("dns"); });
+  ASSERT_NE(config, nullptr);
+  const auto* endpoints = EndpointsOf(*config, "dns");
+  ASSERT_NE(endpoints, nullptr);
+  ASSERT_NE(endpoints->endpoints, nullptr);
+  const auto& addresses = endpoints->endpoints->priorities[0].localities[0].endpoints[0].addresses;
+  EXPECT_NE(std::find(addresses.begin(), addresses.end(), "127.0.0.1:8080"), addresses.end());
+}
+
+// A74: errors of the Listener or its routes fail the whole config.
+TEST_F(XdsDependencyManagerTest, ListenerAndVirtualHostErrorsFailTheConfig) {
+  ASSERT_TRUE(cp_->SetResources(kLdsType, {}, "1"));
+  Start("svc.example.com", milliseconds(300));
+  std::optional<Update> missing = Next();
+  ASSERT_TRUE(missing.has_value());
+  ASSERT_FALSE(missing->ok());
+  EXPECT_EQ(missing->status().code(), StatusCode::kNotFound);
+  EXPECT_NE(missing->status().message().find("LDS resource l1"), std::string::npos)
+      << missing->status().ToString();
+  ASSERT_TRUE(cp_->SetResources(
+      kLdsType, {{"l1", ApiListenerWithRoutes("l1", "other.example.com", {{"", "c1"}})}}, "2"));
+  std::optional<Update> no_vhost = Next();
+  ASSERT_TRUE(no_vhost.has_value());
+  ASSERT_FALSE(no_vhost->ok());
+  EXPECT_NE(no_vhost->status().message().find("could not find VirtualHost for svc.example.com"),
+            std::string::npos)
+      << no_vhost->status().ToString();
+}
+
+// A88: a NACKed update of a cluster in use is an ambient error: the cluster
+// keeps its resource and the note carries the error.
+TEST_F(XdsDependencyManagerTest, AmbientErrorsBecomeTheClustersResolutionNote) {
+  ASSERT_TRUE(cp_->SetResources(
+      kLdsType, {{"l1", ApiListenerWithRoutes("l1", "*", {{"/a/", "c1"}, {"", "c2"}})}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(
+      kCdsType, {{"c1", ValidCluster("c1", "s1")}, {"c2", ValidCluster("c2", "s2")}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(
+      kEdsType, {{"s1", Endpoints("s1", "10.0.0.1", 80)}, {"s2", Endpoints("s2", "10.0.0.2", 80)}},
+      "1"));
+  Start();
+  ASSERT_NE(NextConfigWhere([](const XdsConfig& c) { return c.clusters.size() == 2; }), nullptr);
+  ASSERT_TRUE(cp_->SetResources(
+      kCdsType, {{"c1", InvalidCluster("c1")}, {"c2", ValidCluster("c2", "s2")}}, "2"));
+  std::shared_ptr<const XdsConfig> config = NextConfigWhere([](const XdsConfig& c) {
+    const auto* e = EndpointsOf(c, "c1");
+    return e != nullptr && e->resolution_note.find("eds_cluster_config") != std::string::npos;
+  });
+  ASSERT_NE(config, nullptr);
+  EXPECT_EQ(FirstAddress(*config, "c1"), "10.0.0.1:80");
+  // Only c1's branch carries c1's error.
+  EXPECT_EQ(EndpointsOf(*config, "c2")->resolution_note, std::string("xDS node ID:") + kNodeId);
+}
+
+}  // namespace
+}  // namespace uxds::testing
