@@ -240,12 +240,12 @@ class Event {
 
 // A small unbounded single-consumer queue between coroutines of one loop.
 template <typename T>
-class Channel {
+class AsyncQueue {
  public:
-  explicit Channel(Loop& loop) : loop_(loop) {}
-  Channel(const Channel&) = delete;
-  Channel& operator=(const Channel&) = delete;
-  ~Channel() { assert(waiter_ == nullptr); }
+  explicit AsyncQueue(Loop& loop) : loop_(loop) {}
+  AsyncQueue(const AsyncQueue&) = delete;
+  AsyncQueue& operator=(const AsyncQueue&) = delete;
+  ~AsyncQueue() { assert(waiter_ == nullptr); }
 
   // False (and `value` dropped) once closed.
   bool Send(T value) {
@@ -270,7 +270,7 @@ class Channel {
 
   class Awaiter : public CancelState::Callback {
    public:
-    explicit Awaiter(Channel& c) : channel_(c) {}
+    explicit Awaiter(AsyncQueue& c) : channel_(c) {}
     bool await_ready() const noexcept { return !channel_.items_.empty() || channel_.closed_; }
     template <typename P>
     bool await_suspend(std::coroutine_handle<P> h) {
@@ -279,7 +279,7 @@ class Channel {
         cancelled_ = true;
         return false;
       }
-      assert(channel_.waiter_ == nullptr && "Channel has a single receiver");
+      assert(channel_.waiter_ == nullptr && "AsyncQueue has a single receiver");
       handle_ = h;
       channel_.waiter_ = this;
       if (cancel != nullptr) cancel->Register(this);
@@ -299,8 +299,8 @@ class Channel {
     }
 
    private:
-    friend class Channel;
-    Channel& channel_;
+    friend class AsyncQueue;
+    AsyncQueue& channel_;
     std::coroutine_handle<> handle_;
     bool cancelled_ = false;
   };

@@ -135,9 +135,9 @@ TEST(LoopTest, ChannelDeliversInOrderThenEndsWhenClosed) {
   auto loop = MakeLoop();
   std::vector<int> got;
   auto main_task = [&](Loop& l) -> Task<void> {
-    Channel<int> ch(l);
+    AsyncQueue<int> ch(l);
     TaskGroup group(l);
-    group.Spawn([](Channel<int>& c, std::vector<int>& out) -> Task<void> {
+    group.Spawn([](AsyncQueue<int>& c, std::vector<int>& out) -> Task<void> {
       while (auto v = co_await c.Receive()) out.push_back(*v);
     }(ch, got));
     for (int i = 0; i < 5; ++i) {

@@ -53,6 +53,10 @@ void FillRouteConfig(envoy::config::route::v3::RouteConfiguration& config, const
     auto* added = vhost->add_routes();
     added->mutable_match()->set_prefix(route.prefix);
     added->mutable_route()->set_cluster(route.cluster);
+    if (!route.hash_header.empty()) {
+      added->mutable_route()->add_hash_policy()->mutable_header()->set_header_name(
+          route.hash_header);
+    }
   }
 }
 
@@ -88,6 +92,38 @@ ResponseResource RouteConfig(const std::string& name, const std::string& domain,
   envoy::config::route::v3::RouteConfiguration config;
   FillRouteConfig(config, name, domain, routes);
   return ResponseResource(kRdsType, config.SerializeAsString());
+}
+
+ResponseResource RingHashCluster(const std::string& name, const std::string& service_name,
+                                 uint64_t min_ring_size, uint64_t max_ring_size) {
+  envoy::config::cluster::v3::Cluster cluster;
+  cluster.set_name(name);
+  cluster.set_type(envoy::config::cluster::v3::Cluster::EDS);
+  cluster.mutable_eds_cluster_config()->mutable_eds_config()->mutable_ads();
+  cluster.mutable_eds_cluster_config()->set_service_name(service_name);
+  cluster.set_lb_policy(envoy::config::cluster::v3::Cluster::RING_HASH);
+  cluster.mutable_ring_hash_lb_config()->mutable_minimum_ring_size()->set_value(min_ring_size);
+  cluster.mutable_ring_hash_lb_config()->mutable_maximum_ring_size()->set_value(max_ring_size);
+  return ResponseResource(kCdsType, cluster.SerializeAsString());
+}
+
+ResponseResource EndpointsAt(const std::string& cluster_name,
+                             const std::vector<std::string>& addresses) {
+  envoy::config::endpoint::v3::ClusterLoadAssignment assignment;
+  assignment.set_cluster_name(cluster_name);
+  auto* locality = assignment.add_endpoints();
+  locality->mutable_locality()->set_zone("z1");
+  locality->mutable_load_balancing_weight()->set_value(1);
+  for (const std::string& host_port : addresses) {
+    const size_t colon = host_port.rfind(':');
+    auto* address = locality->add_lb_endpoints()
+                        ->mutable_endpoint()
+                        ->mutable_address()
+                        ->mutable_socket_address();
+    address->set_address(host_port.substr(0, colon));
+    address->set_port_value(static_cast<uint32_t>(std::stoul(host_port.substr(colon + 1))));
+  }
+  return ResponseResource(kEdsType, assignment.SerializeAsString());
 }
 
 ResponseResource AggregateCluster(const std::string& name,

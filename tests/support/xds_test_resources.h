@@ -20,6 +20,8 @@ inline constexpr char kRdsType[] = "type.googleapis.com/envoy.config.route.v3.Ro
 struct TestRoute {
   std::string prefix;
   std::string cluster;
+  // A42: a header hash policy on this header when set.
+  std::string hash_header = {};
 };
 
 // An EDS cluster whose endpoints come from ADS under `service_name`.
@@ -38,6 +40,12 @@ ResponseResource ApiListenerWithRoutes(const std::string& name, const std::strin
 // A RouteConfiguration with one virtual host for `domain`.
 ResponseResource RouteConfig(const std::string& name, const std::string& domain,
                              const std::vector<TestRoute>& routes);
+// An EDS cluster with the RING_HASH LB policy (A42), ring sizes as given.
+ResponseResource RingHashCluster(const std::string& name, const std::string& service_name,
+                                 uint64_t min_ring_size = 1024, uint64_t max_ring_size = 4096);
+// One locality (zone z1, weight 1) with one endpoint per "ip:port".
+ResponseResource EndpointsAt(const std::string& cluster_name,
+                             const std::vector<std::string>& addresses);
 // An aggregate cluster (A37) over `children`, in priority order.
 ResponseResource AggregateCluster(const std::string& name,
                                   const std::vector<std::string>& children);

@@ -48,7 +48,7 @@ class WatcherNotificationQueue {
   };
   Status WithNodeId(const Status& status) const;
 
-  Channel<Notification> queue_;
+  AsyncQueue<Notification> queue_;
   const std::string node_id_suffix_;
 };
 

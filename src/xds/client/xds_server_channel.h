@@ -74,7 +74,7 @@ class XdsServerChannel {
     TaskGroup* tasks = nullptr;             // reader and writer
     std::deque<std::string> pending_types;  // type URLs to send a request for
     std::set<std::string> requested_types;  // type URLs with a request written
-    Channel<bool> wake_writer;
+    AsyncQueue<bool> wake_writer;
     bool node_sent = false;
     bool seen_response = false;
     bool resource_exhausted = false;  // ended RESOURCE_EXHAUSTED
@@ -104,7 +104,7 @@ class XdsServerChannel {
   // not a failure, and no backoff.
   bool closed_idle_ = false;
   bool started_stream_ = false;
-  Channel<bool> wake_idle_;  // a subscription arrived while idle
+  AsyncQueue<bool> wake_idle_;  // a subscription arrived while idle
   HostResolver resolver_;    // server_uri host names, off the loop
 };
 

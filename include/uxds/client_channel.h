@@ -1,0 +1,98 @@
+// Channel: calls to a service by name, the way a gRPC channel makes them.
+//
+// "xds:///name" resolves `name` through xDS (A27, A47, A74): the channel's
+// XdsClient (from an XdsClientPool) watches the Listener, its routes, the
+// clusters they name and their endpoints; each call is routed (A28), hashed
+// (A42), picked by its cluster's LB policy (ring_hash or round_robin under
+// priority failover) and run on that endpoint's HTTP/2 connection. A plain
+// "host:port" target makes a channel without xDS over the addresses the
+// name resolves to (round_robin).
+//
+//   auto pool = XdsClientPool::Create(loop, *Bootstrap::FromEnvironment());
+//   ChannelOptions options;
+//   options.xds_client_pool = *pool;
+//   auto channel = Channel::Create(loop, "xds:///greeter", options);
+//   StatusOr<UnaryResponse> reply = co_await (*channel)->UnaryCall(
+//       "/helloworld.Greeter/SayHello", request_bytes,
+//       {.metadata = {{"x-user", "alice"}}, .timeout = std::chrono::seconds(1)});
+//   ...
+//   co_await (*channel)->Shutdown();
+//
+// Threads: a channel lives on one Loop (the XdsClient's control thread);
+// create it, call it and shut it down there.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "uxds/loop.h"
+#include "uxds/status.h"
+#include "uxds/task.h"
+#include "uxds/xds_client_pool.h"
+
+namespace uxds {
+
+struct ChannelOptions {
+  // Where an "xds:" channel gets its XdsClient (the pool's loop must be the
+  // channel's). Not needed for "host:port" targets.
+  std::shared_ptr<XdsClientPool> xds_client_pool;
+  // The local cap on ring_hash ring sizes (A42; gRPC's default).
+  uint64_t ring_size_cap = 4096;
+  // gRPC connection backoff and connect timeout of the channel's
+  // connections (doc/connection-backoff.md); tests shorten them.
+  std::chrono::milliseconds initial_backoff{1000};
+  std::chrono::milliseconds max_backoff{120000};
+  std::chrono::milliseconds min_connect_timeout{20000};
+  // A56: the priority failover timer.
+  std::chrono::milliseconds priority_failover_timeout{10000};
+};
+
+struct CallOptions {
+  // Request metadata, lower-case names; route header matchers and hash
+  // policies read it (A28, A42).
+  std::vector<std::pair<std::string, std::string>> metadata;
+  // No deadline when unset. A call that waits for a config or an endpoint
+  // waits at most this long (DEADLINE_EXCEEDED).
+  std::optional<std::chrono::milliseconds> timeout;
+  // gRPC's wait_for_ready: a call that finds no usable endpoint waits for
+  // one instead of failing UNAVAILABLE (drops still fail at once).
+  bool wait_for_ready = false;
+};
+
+struct UnaryResponse {
+  std::string message;  // the serialized response
+  std::string peer;     // the endpoint that answered, "10.0.0.1:443"
+};
+
+class Channel {
+ public:
+  static StatusOr<std::unique_ptr<Channel>> Create(Loop& loop, std::string_view target,
+                                                   ChannelOptions options = {});
+  // After Shutdown().
+  ~Channel();
+  Channel(const Channel&) = delete;
+  Channel& operator=(const Channel&) = delete;
+
+  // One request, one response. Statuses follow A54/A88: uxds itself fails
+  // calls with UNAVAILABLE (no config, no route, no endpoint; the message
+  // carries the cluster's resolution note), DEADLINE_EXCEEDED or the
+  // server's status, never NOT_FOUND or INVALID_ARGUMENT of its own.
+  Task<StatusOr<UnaryResponse>> UnaryCall(std::string method, std::string request,
+                                          CallOptions options = {});
+
+  // Stops watching, closes every connection, fails waiting calls.
+  Task<void> Shutdown();
+
+  struct Impl;
+
+ private:
+  explicit Channel(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace uxds

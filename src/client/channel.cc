@@ -1,0 +1,412 @@
+// Channel (include/uxds/client_channel.h): the XdsDependencyManager's
+// configs feed one ClusterLoadBalancer per cluster the routes name; each
+// call is routed, hashed, picked and run on the picked endpoint's
+// connection, all on the control loop.
+#include "uxds/client_channel.h"
+
+#include <map>
+#include <utility>
+
+#include "client/xds_dependency_manager.h"
+#include "http2/client_connection.h"
+#include "lb/cluster_load_balancer.h"
+#include "lb/lb_policy.h"
+#include "runtime/host_resolver.h"
+#include "xds/routing/route_selection.h"
+
+namespace uxds {
+
+namespace {
+
+struct ParsedTarget {
+  bool xds = false;
+  std::string authority;  // xds: the URI's authority ("" for xds:///name)
+  std::string name;       // xds: the path without '/'; else "host:port"
+};
+
+StatusOr<ParsedTarget> ParseTarget(std::string_view target) {
+  ParsedTarget parsed;
+  if (target.starts_with("xds:")) {
+    parsed.xds = true;
+    std::string_view rest = target.substr(4);
+    if (rest.starts_with("//")) {
+      rest.remove_prefix(2);
+      const size_t slash = rest.find('/');
+      if (slash == std::string_view::npos) {
+        return InvalidArgumentError("xds target \"" + std::string(target) + "\" has no path");
+      }
+      parsed.authority = std::string(rest.substr(0, slash));
+      rest.remove_prefix(slash + 1);
+    }
+    if (rest.empty()) {
+      return InvalidArgumentError("xds target \"" + std::string(target) + "\" names no service");
+    }
+    parsed.name = std::string(rest);
+    return parsed;
+  }
+  for (std::string_view scheme : {"dns:///", "dns:"}) {
+    if (target.starts_with(scheme)) {
+      target.remove_prefix(scheme.size());
+      break;
+    }
+  }
+  if (target.empty() || target.find(':') == std::string_view::npos) {
+    return InvalidArgumentError("target \"" + std::string(target) +
+                                "\" is neither xds:///name nor host:port");
+  }
+  parsed.name = std::string(target);
+  return parsed;
+}
+
+// "host:port" / "[v6]:port" into host and port.
+std::pair<std::string, std::string> SplitHostPort(const std::string& host_port) {
+  const size_t colon = host_port.rfind(':');
+  std::string host = host_port.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  return {host, host_port.substr(colon + 1)};
+}
+
+}  // namespace
+
+struct Channel::Impl {
+  Impl(Loop& loop, ChannelOptions options) : loop(loop), options(std::move(options)) {}
+
+  // One cluster a route names, with its LB tree (none if the cluster has an
+  // error: `error` then fails its calls).
+  struct ClusterState {
+    std::unique_ptr<ClusterLoadBalancer> lb;
+    Status error;
+    std::string note;
+  };
+
+  Loop& loop;
+  const ChannelOptions options;
+  ParsedTarget target;
+  std::shared_ptr<XdsClient> xds_client;
+  std::unique_ptr<XdsDependencyManager> dependencies;
+  std::shared_ptr<SubchannelPool> subchannels;
+  // A42: filter_state io.grpc.channel_id, random per channel.
+  const uint64_t channel_id = ThreadRandom();
+
+  std::shared_ptr<const XdsConfig> config;
+  Status config_error = UnavailableError("no xDS configuration yet");
+  bool config_failed = false;  // config_error is a real error, not "not yet"
+  std::map<std::string, ClusterState, std::less<>> clusters;
+  // A plain host:port channel: its one cluster.
+  std::string direct_cluster;
+  std::shared_ptr<HostResolver> resolver;
+  bool shut_down = false;
+  // Calls waiting for the next config or picker.
+  std::vector<Event*> waiters;
+
+  void WakeWaiters() {
+    for (Event* waiter : std::exchange(waiters, {})) waiter->Set();
+  }
+
+  LbPolicyOptions LbOptions() const {
+    LbPolicyOptions lb;
+    lb.ring_sizes.ring_size_cap = options.ring_size_cap;
+    lb.priority_failover_timeout = options.priority_failover_timeout;
+    return lb;
+  }
+
+  ClusterState& EnsureCluster(const std::string& name) {
+    ClusterState& state = clusters[name];
+    if (state.lb == nullptr) {
+      state.lb = std::make_unique<ClusterLoadBalancer>(loop, subchannels, LbOptions());
+      state.lb->SetStateObserver([this](ConnectivityState, const Status&) { WakeWaiters(); });
+    }
+    state.error = Status();
+    return state;
+  }
+
+  void OnConfig(StatusOr<std::shared_ptr<const XdsConfig>> update) {
+    if (!update.ok()) {
+      // A74: the Listener or its routes cannot be used: neither can the
+      // previous config.
+      config = nullptr;
+      config_error = Status(StatusCode::kUnavailable, update.status().message());
+      config_failed = true;
+      clusters.clear();
+      WakeWaiters();
+      return;
+    }
+    config = *std::move(update);
+    config_failed = false;
+    std::set<std::string> used;
+    for (const RouteConfigResource::Route& route : config->virtual_host->routes) {
+      const auto* action = std::get_if<RouteConfigResource::Route::RouteAction>(&route.action);
+      if (action == nullptr) continue;
+      if (const auto* one =
+              std::get_if<RouteConfigResource::Route::RouteAction::ClusterName>(&action->cluster)) {
+        used.insert(one->name);
+      } else {
+        for (const auto& weighted :
+             std::get<RouteConfigResource::Route::RouteAction::WeightedClusters>(action->cluster)
+                 .clusters) {
+          used.insert(weighted.name);
+        }
+      }
+    }
+    for (const std::string& name : used) UpdateCluster(name);
+    std::erase_if(clusters, [&](const auto& entry) { return !used.contains(entry.first); });
+    WakeWaiters();
+  }
+
+  void UpdateCluster(const std::string& name) {
+    auto it = config->clusters.find(name);
+    if (it == config->clusters.end()) return;
+    if (!it->second.ok()) {
+      ClusterState& state = clusters[name];
+      state.lb.reset();
+      state.error = Status(StatusCode::kUnavailable, it->second.status().message());
+      return;
+    }
+    const XdsConfig::ClusterConfig& cluster = *it->second;
+    ClusterState& state = EnsureCluster(name);
+    if (const auto* endpoint_config =
+            std::get_if<XdsConfig::ClusterConfig::EndpointConfig>(&cluster.children)) {
+      state.note = endpoint_config->resolution_note;
+      state.lb->Update(*cluster.cluster, endpoint_config->endpoints != nullptr
+                                             ? *endpoint_config->endpoints
+                                             : EndpointResource());
+      return;
+    }
+    // A37: an aggregate cluster is one priority list: each leaf's
+    // priorities in order, under the aggregate cluster's LB policy.
+    const auto& aggregate = std::get<XdsConfig::ClusterConfig::AggregateConfig>(cluster.children);
+    EndpointResource combined;
+    std::string note;
+    for (const std::string& leaf : aggregate.leaf_clusters) {
+      auto leaf_it = config->clusters.find(leaf);
+      if (leaf_it == config->clusters.end() || !leaf_it->second.ok()) continue;
+      const auto* leaf_endpoints =
+          std::get_if<XdsConfig::ClusterConfig::EndpointConfig>(&leaf_it->second->children);
+      if (leaf_endpoints == nullptr) continue;
+      if (note.empty()) note = leaf_endpoints->resolution_note;
+      if (leaf_endpoints->endpoints == nullptr) continue;
+      for (const auto& priority : leaf_endpoints->endpoints->priorities) {
+        combined.priorities.push_back(priority);
+      }
+    }
+    state.note = note;
+    state.lb->Update(*cluster.cluster, combined);
+  }
+
+  // Waits for the next config or picker change, or the deadline: false once
+  // the deadline has passed.
+  Task<bool> WaitForChange(std::optional<Loop::Clock::time_point> deadline) {
+    if (deadline.has_value() && Loop::Clock::now() >= *deadline) co_return false;
+    Event changed(loop);
+    Timer timer(loop);
+    if (deadline.has_value()) {
+      timer.Start(*deadline - Loop::Clock::now(), [&changed] { changed.Set(); });
+    }
+    waiters.push_back(&changed);
+    const Status waited = co_await changed.Wait();
+    std::erase(waiters, &changed);
+    timer.Cancel();
+    if (!waited.ok()) co_return false;
+    co_return !deadline.has_value() || Loop::Clock::now() < *deadline;
+  }
+
+  Task<void> ResolveDirect() {
+    auto [host, port] = SplitHostPort(target.name);
+    StatusOr<std::vector<SocketAddress>> addresses = co_await resolver->Resolve(host, port);
+    if (shut_down) co_return;
+    if (!addresses.ok()) {
+      config_error = Status(StatusCode::kUnavailable, addresses.status().message());
+      config_failed = true;
+      WakeWaiters();
+      co_return;
+    }
+    ClusterResource cluster;
+    EndpointResource endpoints;
+    EndpointResource::Locality locality;
+    locality.weight = 1;
+    for (const SocketAddress& address : *addresses) {
+      EndpointResource::Endpoint endpoint;
+      endpoint.addresses.push_back(address.ToString());
+      locality.endpoints.push_back(std::move(endpoint));
+    }
+    endpoints.priorities.emplace_back().localities.push_back(std::move(locality));
+    ClusterState& state = EnsureCluster(direct_cluster);
+    state.note = "resolved " + target.name;
+    state.lb->Update(cluster, endpoints);
+    WakeWaiters();
+  }
+};
+
+StatusOr<std::unique_ptr<Channel>> Channel::Create(Loop& loop, std::string_view target,
+                                                   ChannelOptions options) {
+  StatusOr<ParsedTarget> parsed = ParseTarget(target);
+  if (!parsed.ok()) return parsed.status();
+  auto impl = std::make_unique<Impl>(loop, std::move(options));
+  impl->target = *std::move(parsed);
+  SubchannelOptions subchannel_options;
+  subchannel_options.initial_backoff = impl->options.initial_backoff;
+  subchannel_options.max_backoff = impl->options.max_backoff;
+  subchannel_options.min_connect_timeout = impl->options.min_connect_timeout;
+  impl->subchannels = SubchannelPool::Create(loop, subchannel_options);
+  Impl* self = impl.get();
+  if (impl->target.xds) {
+    if (impl->options.xds_client_pool == nullptr) {
+      return InvalidArgumentError("an xds: target needs ChannelOptions::xds_client_pool");
+    }
+    StatusOr<std::string> listener =
+        impl->options.xds_client_pool->bootstrap().ClientListenerResourceName(
+            impl->target.authority, impl->target.name);
+    if (!listener.ok()) return listener.status();
+    StatusOr<std::shared_ptr<XdsClient>> client =
+        impl->options.xds_client_pool->Get(std::string(target));
+    if (!client.ok()) return client.status();
+    impl->xds_client = *std::move(client);
+    // A28: the data-plane authority, which picks the virtual host, is the
+    // target's name.
+    impl->dependencies = std::make_unique<XdsDependencyManager>(
+        *impl->xds_client, *listener, impl->target.name,
+        [self](StatusOr<std::shared_ptr<const XdsConfig>> update) {
+          self->OnConfig(std::move(update));
+        });
+  } else {
+    impl->direct_cluster = impl->target.name;
+    impl->resolver = std::make_shared<HostResolver>(loop);
+    loop.Spawn(impl->ResolveDirect());
+  }
+  return std::unique_ptr<Channel>(new Channel(std::move(impl)));
+}
+
+Channel::Channel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Channel::~Channel() = default;
+
+Task<void> Channel::Shutdown() {
+  Impl& impl = *impl_;
+  if (std::exchange(impl.shut_down, true)) co_return;
+  impl.dependencies.reset();
+  impl.clusters.clear();
+  impl.WakeWaiters();
+  co_await impl.subchannels->Shutdown();
+  impl.xds_client.reset();
+}
+
+Task<StatusOr<UnaryResponse>> Channel::UnaryCall(std::string method, std::string request,
+                                                 CallOptions options) {
+  Impl& impl = *impl_;
+  std::optional<Loop::Clock::time_point> deadline;
+  if (options.timeout.has_value()) deadline = Loop::Clock::now() + *options.timeout;
+  std::vector<PickHeader> headers;
+  for (const auto& [name, value] : options.metadata) headers.push_back({name, value});
+  const routing::RpcView rpc{method, headers};
+  auto wait_or_fail = [&](Status failure) -> Task<std::optional<Status>> {
+    // gRPC: without wait_for_ready a call with nothing to go to fails.
+    if (!options.wait_for_ready) co_return failure;
+    const bool in_time = co_await impl.WaitForChange(deadline);
+    if (!in_time) co_return DeadlineExceededError("deadline exceeded waiting for " + method);
+    co_return std::nullopt;
+  };
+  while (true) {
+    if (impl.shut_down) co_return UnavailableError("channel shut down");
+    std::string cluster_name = impl.direct_cluster;
+    const RouteConfigResource::Route::RouteAction* action = nullptr;
+    if (cluster_name.empty()) {
+      if (impl.config == nullptr) {
+        if (impl.config_failed) {
+          std::optional<Status> failed = co_await wait_or_fail(impl.config_error);
+          if (failed.has_value()) co_return *failed;
+          continue;
+        }
+        // No config yet: every call waits for the first one (gRPC queues
+        // them while the resolver has not returned).
+        const bool in_time = co_await impl.WaitForChange(deadline);
+        if (!in_time) co_return DeadlineExceededError("deadline exceeded waiting for xDS config");
+        continue;
+      }
+      const RouteConfigResource::Route* route =
+          routing::SelectRoute(*impl.config->virtual_host, rpc, [] { return ThreadRandom(); });
+      if (route == nullptr) co_return UnavailableError("no matching route found for " + method);
+      action = std::get_if<RouteConfigResource::Route::RouteAction>(&route->action);
+      if (action == nullptr) {
+        co_return UnavailableError("matched route does not have a forwarding action");
+      }
+      if (const auto* one =
+              std::get_if<RouteConfigResource::Route::RouteAction::ClusterName>(&action->cluster)) {
+        cluster_name = one->name;
+      } else {
+        cluster_name = std::string(routing::PickWeightedCluster(
+            std::get<RouteConfigResource::Route::RouteAction::WeightedClusters>(action->cluster),
+            ThreadRandom()));
+      }
+    }
+    auto cluster_it = impl.clusters.find(cluster_name);
+    if (cluster_it == impl.clusters.end() || cluster_it->second.lb == nullptr) {
+      Status failure =
+          cluster_it == impl.clusters.end()
+              ? UnavailableError("cluster " + cluster_name + " is not ready")
+              : Status(StatusCode::kUnavailable,
+                       "cluster " + cluster_name + ": " + cluster_it->second.error.message());
+      std::optional<Status> failed = co_await wait_or_fail(failure);
+      if (failed.has_value()) co_return *failed;
+      continue;
+    }
+    Impl::ClusterState& cluster = cluster_it->second;
+    // A42: the request hash from the route's hash policies, else random.
+    uint64_t hash = ThreadRandom();
+    if (action != nullptr) {
+      if (std::optional<uint64_t> computed =
+              routing::ComputeRequestHash(action->hash_policies, rpc, impl.channel_id)) {
+        hash = *computed;
+      }
+    }
+    PickArgs args;
+    args.hash = hash;
+    args.headers = headers;
+    Subchannel* subchannel = nullptr;
+    CallCounter* counter = nullptr;
+    PickResult::Kind kind;
+    Status pick_status;
+    bool drop = false;
+    {
+      PickScope scope(cluster.lb->picker_slot());
+      const PickResult picked = scope.Pick(args);
+      kind = picked.kind;
+      if (kind == PickResult::Kind::kComplete) {
+        subchannel = picked.endpoint->subchannel;
+        counter = picked.call_counter;
+      } else if (kind == PickResult::Kind::kFail) {
+        pick_status = *picked.status;
+        drop = picked.drop;
+      }
+    }
+    if (kind == PickResult::Kind::kFail) {
+      // A88: failed calls carry the cluster's resolution note.
+      Status failure(StatusCode::kUnavailable, pick_status.message() + " (" + cluster.note + ")");
+      if (drop) co_return failure;
+      std::optional<Status> failed = co_await wait_or_fail(failure);
+      if (failed.has_value()) co_return *failed;
+      continue;
+    }
+    http2::ClientConnection* connection =
+        subchannel != nullptr ? subchannel->connection() : nullptr;
+    if (kind == PickResult::Kind::kQueue || connection == nullptr) {
+      if (counter != nullptr) CallEnded(counter);
+      const bool in_time = co_await impl.WaitForChange(deadline);
+      if (!in_time) {
+        co_return DeadlineExceededError("deadline exceeded while waiting for an endpoint of " +
+                                        cluster_name);
+      }
+      continue;
+    }
+    const std::string peer = subchannel->address();
+    http2::Metadata metadata(options.metadata.begin(), options.metadata.end());
+    StatusOr<std::string> response =
+        co_await http2::UnaryCall(*connection, method, request, metadata, deadline);
+    if (counter != nullptr) CallEnded(counter);
+    if (!response.ok()) co_return response.status();
+    co_return UnaryResponse{*std::move(response), peer};
+  }
+}
+
+}  // namespace uxds
