@@ -50,6 +50,9 @@ class IoOp : public CancelState::Callback {
   bool in_flight_ = false;
 };
 
+struct TimerNode;
+class TimerHeap;
+
 // An IoOp that resumes one waiting coroutine with the CQE's result.
 class ResumingIoOp : public IoOp {
  public:
@@ -117,6 +120,13 @@ class Loop {
   // the loop deletes it after its last CQE.
   void AdoptOrphan(std::unique_ptr<detail::IoOp> op);
 
+  // For timers (SleepFor, Timer): arms `node` at `deadline` in the loop's
+  // timer heap (re-arming it if armed); its OnExpired() runs on the first
+  // turn at or after the deadline. Disarm: it will not run.
+  void ArmTimer(detail::TimerNode* node, Clock::time_point deadline);
+  void DisarmTimer(detail::TimerNode* node);
+  size_t armed_timers() const;
+
  private:
   Loop();
   void RunOnce(bool may_block);
@@ -125,6 +135,9 @@ class Loop {
   void DrainPosted();
   void ArmWakeup();
   void ReapOrphans();
+  void FireExpiredTimers();
+  // Moves every completion from the ring into reaped_.
+  void ReapCompletions();
 
   std::unique_ptr<io_uring> ring_;
   int wake_fd_ = -1;
@@ -138,8 +151,39 @@ class Loop {
   std::vector<std::function<void()>> posted_;
   bool wake_fd_closed_ = false;  // guarded by posted_mu_
   std::vector<std::unique_ptr<detail::IoOp>> orphans_;
+  // Completions taken from the ring, not dispatched yet.
+  struct ReapedCompletion {
+    detail::IoOp* op;
+    int res;
+    unsigned flags;
+  };
+  std::vector<ReapedCompletion> reaped_;
+  std::unique_ptr<detail::TimerHeap> timers_;
   std::unique_ptr<TaskGroup> root_group_;
 };
+
+namespace detail {
+
+// One armed deadline in a loop's timer heap (src/runtime/timer_heap.h).
+struct TimerNode {
+  static constexpr size_t kNotArmed = static_cast<size_t>(-1);
+  // Runs on the loop thread once the deadline has passed; the node is
+  // already out of the heap (it may re-arm itself).
+  virtual void OnExpired() = 0;
+  bool armed() const { return heap_index_ != kNotArmed; }
+
+  Loop::Clock::time_point deadline{};
+  uint64_t sequence = 0;  // arming order: ties fire first armed, first
+
+ protected:
+  ~TimerNode() = default;
+
+ private:
+  friend class TimerHeap;
+  size_t heap_index_ = kNotArmed;
+};
+
+}  // namespace detail
 
 // A set of concurrently running tasks with a shared CancelState: structured
 // concurrency. Cancel() cancels every task (and their nested operations);
@@ -192,12 +236,17 @@ class Timer {
   // (Re)starts: a pending expiry is dropped.
   void Start(std::chrono::nanoseconds duration, std::function<void()> callback);
   void Cancel();
-  bool pending() const;
+  bool pending() const { return node_.armed(); }
 
  private:
-  class Op;
+  struct Node final : detail::TimerNode {
+    explicit Node(Timer& timer) : timer(timer) {}
+    void OnExpired() override;
+    Timer& timer;
+  };
   Loop& loop_;
-  Op* op_ = nullptr;  // owned; handed to the loop when still in flight
+  Node node_{*this};
+  std::function<void()> callback_;
 };
 
 // A one-shot event: Set() wakes every waiter (on a later loop turn).

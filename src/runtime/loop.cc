@@ -7,8 +7,13 @@
 
 #include <array>
 #include <cstdio>
+#include <string>
+
+#include "uxds/log.h"
+
 #include <cstring>
 #include <future>
+#include "runtime/timer_heap.h"
 
 namespace uxds {
 namespace {
@@ -84,6 +89,7 @@ StatusOr<std::unique_ptr<Loop>> Loop::Create(const LoopOptions& options) {
   }
   loop->has_multishot_accept_ = KernelAtLeast(5, 19);
   loop->thread_id_ = std::this_thread::get_id();
+  loop->timers_ = std::make_unique<detail::TimerHeap>();
   loop->root_group_ = std::make_unique<TaskGroup>(*loop);
   auto wake = std::make_unique<detail::WakeOp>(*loop, loop->wake_fd_);
   wake->Arm();
@@ -157,8 +163,24 @@ void Loop::Schedule(std::coroutine_handle<> h) { ready_.push_back(h); }
 
 io_uring_sqe* Loop::PrepareSqe(detail::IoOp* op) {
   io_uring_sqe* sqe = io_uring_get_sqe(ring_.get());
+  int failures = 0;
   while (sqe == nullptr) {
-    io_uring_submit(ring_.get());
+    const int rc = io_uring_submit(ring_.get());
+    if (rc == -EBUSY || rc == -EAGAIN) {
+      // The completion queue is full (its overflow too): the kernel takes
+      // no more submissions until completions are reaped. Copy them out to
+      // be dispatched by this turn (not here: we may be inside an op's own
+      // code), which frees the ring.
+      ReapCompletions();
+    } else if (rc < 0 && rc != -EINTR) {
+      // Anything else means the ring itself is unusable: say so rather than
+      // spin silently.
+      if (++failures == 1 || failures % 1000 == 0) {
+        Log(LogSeverity::kError, std::string("uxds: io_uring_submit: ") + std::strerror(-rc) +
+                                     " (submission queue full, retrying)");
+      }
+      ReapCompletions();
+    }
     sqe = io_uring_get_sqe(ring_.get());
   }
   io_uring_sqe_set_data(sqe, op);
@@ -184,6 +206,31 @@ void Loop::AdoptOrphan(std::unique_ptr<detail::IoOp> op) {
   if (!op->in_flight_) return;  // nothing references it any more
   CancelOp(op.get());
   orphans_.push_back(std::move(op));
+}
+
+void Loop::ArmTimer(detail::TimerNode* node, Clock::time_point deadline) {
+  node->deadline = deadline;
+  timers_->Push(node);
+}
+
+void Loop::DisarmTimer(detail::TimerNode* node) {
+  if (timers_ != nullptr) timers_->Remove(node);
+}
+
+size_t Loop::armed_timers() const { return timers_->size(); }
+
+void Loop::FireExpiredTimers() {
+  if (timers_->empty()) return;
+  const Clock::time_point now = Clock::now();
+  // Timers armed while firing (a callback restarting its timer at 0) wait
+  // for the next turn, so one pass always ends.
+  const uint64_t limit = timers_->sequence_limit();
+  while (!timers_->empty()) {
+    detail::TimerNode* node = timers_->top();
+    if (node->deadline > now || node->sequence >= limit) break;
+    timers_->Remove(node);
+    node->OnExpired();
+  }
 }
 
 void Loop::ReapOrphans() {
@@ -225,38 +272,57 @@ void Loop::RunOnce(bool may_block) {
     std::lock_guard<std::mutex> lock(posted_mu_);
     has_posted = !posted_.empty();
   }
-  bool wait = may_block && ready_.empty() && !has_posted && !stop_.load(std::memory_order_relaxed);
-  int rc = io_uring_submit_and_wait(ring_.get(), wait ? 1 : 0);
+  bool wait = may_block && ready_.empty() && reaped_.empty() && !has_posted &&
+              !stop_.load(std::memory_order_relaxed);
+  int rc;
+  if (wait && !timers_->empty()) {
+    // One kernel wait bounded by the earliest deadline serves every timer.
+    const auto left = std::max(Clock::duration::zero(), timers_->top()->deadline - Clock::now());
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
+    __kernel_timespec ts{};
+    ts.tv_sec = ns / 1'000'000'000;
+    ts.tv_nsec = ns % 1'000'000'000;
+    io_uring_cqe* cqe = nullptr;
+    rc = io_uring_submit_and_wait_timeout(ring_.get(), &cqe, 1, &ts, nullptr);
+    if (rc == -ETIME) rc = 0;
+  } else {
+    rc = io_uring_submit_and_wait(ring_.get(), wait ? 1 : 0);
+  }
   if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
-    std::fprintf(stderr, "uxds: io_uring_submit_and_wait: %s\n", std::strerror(-rc));
+    Log(LogSeverity::kError, std::string("uxds: io_uring_submit_and_wait: ") + std::strerror(-rc));
   }
   DispatchCompletions();
+  FireExpiredTimers();
   RunReady();
   DrainPosted();
   if (!orphans_.empty()) ReapOrphans();
 }
 
-void Loop::DispatchCompletions() {
-  // Copy completions out before dispatching: a completion handler may submit
-  // new requests (and so touch the rings) while we iterate.
+void Loop::ReapCompletions() {
   std::array<io_uring_cqe*, 64> cqes;
-  struct Done {
-    detail::IoOp* op;
-    int res;
-    unsigned flags;
-  };
-  std::array<Done, 64> done;
   while (true) {
-    unsigned n = io_uring_peek_batch_cqe(ring_.get(), cqes.data(), cqes.size());
+    const unsigned n = io_uring_peek_batch_cqe(ring_.get(), cqes.data(), cqes.size());
     if (n == 0) break;
     for (unsigned i = 0; i < n; ++i) {
-      done[i] = {static_cast<detail::IoOp*>(io_uring_cqe_get_data(cqes[i])), cqes[i]->res,
-                 cqes[i]->flags};
+      reaped_.push_back({static_cast<detail::IoOp*>(io_uring_cqe_get_data(cqes[i])), cqes[i]->res,
+                         cqes[i]->flags});
     }
     io_uring_cq_advance(ring_.get(), n);
-    for (unsigned i = 0; i < n; ++i) {
+  }
+}
+
+void Loop::DispatchCompletions() {
+  // Copy completions out before dispatching: a completion handler may submit
+  // new requests (and so touch the rings, or reap more) while we iterate.
+  while (true) {
+    ReapCompletions();
+    if (reaped_.empty()) break;
+    std::vector<ReapedCompletion> done = std::exchange(reaped_, {});
+    for (size_t i = 0; i < done.size(); ++i) {
       detail::IoOp* op = done[i].op;
-      if (op == nullptr) continue;  // cancel requests, link timeouts
+      // Cancel requests, link timeouts, and the wait timeout liburing
+      // submits itself on kernels without IORING_FEAT_EXT_ARG.
+      if (op == nullptr || reinterpret_cast<uint64_t>(op) == LIBURING_UDATA_TIMEOUT) continue;
       if ((done[i].flags & IORING_CQE_F_MORE) == 0) {
         op->in_flight_ = false;
         --in_flight_;

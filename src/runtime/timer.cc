@@ -1,84 +1,85 @@
-#include <liburing.h>
-
 #include <algorithm>
 
-#include "runtime/io_awaiter.h"
 #include "uxds/loop.h"
 
 namespace uxds {
 namespace {
 
-__kernel_timespec ToTimespec(std::chrono::nanoseconds d) {
-  if (d.count() < 0) d = std::chrono::nanoseconds(0);
-  __kernel_timespec ts{};
-  ts.tv_sec = static_cast<long long>(d.count() / 1'000'000'000);
-  ts.tv_nsec = static_cast<long long>(d.count() % 1'000'000'000);
-  return ts;
-}
+// A sleeping coroutine: a node of the loop's timer heap, and a cancellation
+// callback that disarms it.
+class SleepAwaiter final : public detail::TimerNode, public CancelState::Callback {
+ public:
+  SleepAwaiter(Loop& loop, Loop::Clock::time_point deadline) : loop_(loop) {
+    this->deadline = deadline;
+  }
+  ~SleepAwaiter() { loop_.DisarmTimer(this); }
+
+  bool await_ready() const noexcept { return false; }
+  template <typename P>
+  bool await_suspend(std::coroutine_handle<P> h) {
+    CancelState* cancel = detail::CancelStateOf(h);
+    if (cancel != nullptr && cancel->cancelled()) {
+      cancelled_ = true;
+      return false;
+    }
+    waiter_ = h;
+    loop_.ArmTimer(this, deadline);
+    if (cancel != nullptr) cancel->Register(this);
+    return true;
+  }
+  Status await_resume() const {
+    return cancelled_ ? CancelledError("sleep cancelled") : OkStatus();
+  }
+
+  void OnExpired() override {
+    Unregister();
+    loop_.Schedule(waiter_);
+  }
+  void OnCancel() override {
+    cancelled_ = true;
+    loop_.DisarmTimer(this);
+    loop_.Schedule(waiter_);
+  }
+
+ private:
+  Loop& loop_;
+  std::coroutine_handle<> waiter_;
+  bool cancelled_ = false;
+};
 
 }  // namespace
 
 Task<Status> SleepFor(Loop& loop, std::chrono::nanoseconds duration) {
-  __kernel_timespec ts = ToTimespec(duration);
-  int res = co_await detail::SubmitIo(
-      loop, [&ts](io_uring_sqe* sqe) { io_uring_prep_timeout(sqe, &ts, 0, 0); });
-  if (res == -ETIME || res == 0) co_return OkStatus();
-  if (res == -ECANCELED) co_return CancelledError("sleep cancelled");
-  co_return ErrnoToStatus(-res, "timeout");
+  co_return co_await SleepAwaiter(loop, Loop::Clock::now() + duration);
 }
 
 Task<Status> SleepUntil(Loop& loop, Loop::Clock::time_point deadline) {
-  co_return co_await SleepFor(loop, deadline - Loop::Clock::now());
+  co_return co_await SleepAwaiter(loop, deadline);
 }
 
 // --- Timer -----------------------------------------------------------------
 
-class Timer::Op final : public detail::IoOp {
- public:
-  using IoOp::IoOp;
-  void OnComplete(int result, unsigned /*flags*/) override {
-    if (orphaned || result != -ETIME || !callback) return;
-    // The callback may destroy or restart the Timer: take it out first and
-    // touch nothing of ours afterwards.
-    std::function<void()> cb = std::move(callback);
-    callback = nullptr;
-    cb();
-  }
-  __kernel_timespec ts{};
-  std::function<void()> callback;
-  bool orphaned = false;
-};
+void Timer::Node::OnExpired() {
+  // The callback may destroy or restart the Timer: take it out first and
+  // touch nothing of ours afterwards.
+  std::function<void()> callback = std::move(timer.callback_);
+  timer.callback_ = nullptr;
+  if (callback) callback();
+}
 
 Timer::Timer(Loop& loop) : loop_(loop) {}
 
-Timer::~Timer() {
-  Cancel();
-  delete op_;
-}
+Timer::~Timer() { Cancel(); }
 
 void Timer::Start(std::chrono::nanoseconds duration, std::function<void()> callback) {
-  Cancel();
-  if (op_ == nullptr) op_ = new Op(loop_);
-  op_->ts = ToTimespec(duration);
-  op_->callback = std::move(callback);
-  io_uring_prep_timeout(loop_.PrepareSqe(op_), &op_->ts, 0, 0);
+  callback_ = std::move(callback);
+  loop_.ArmTimer(&node_, Loop::Clock::now() + duration);
 }
 
 void Timer::Cancel() {
-  if (op_ == nullptr) return;
-  if (op_->in_flight()) {
-    // The kernel still holds the request: hand the op to the loop, which frees
-    // it after its last completion, and start afresh next time.
-    op_->orphaned = true;
-    op_->callback = nullptr;
-    loop_.AdoptOrphan(std::unique_ptr<detail::IoOp>(op_));
-    op_ = nullptr;
-  } else {
-    op_->callback = nullptr;
-  }
+  loop_.DisarmTimer(&node_);
+  callback_ = nullptr;
 }
-
-bool Timer::pending() const { return op_ != nullptr && op_->in_flight() && op_->callback; }
 
 // --- Event -----------------------------------------------------------------
 

@@ -1,0 +1,191 @@
+// The XdsClient with many watched resources: one CDS response carrying N
+// Clusters, from the moment the server writes it to the last watcher
+// callback (N watchers, one per Cluster), with the longest stall of the
+// control loop meanwhile and the process's peak RSS.
+//
+// The ADS server is in-process, on uxds's own HTTP/2 server on another loop
+// thread: it reads the client's CDS request (N names), writes one prebuilt
+// DiscoveryResponse and then only reads the ACK. The stall probe is a task
+// on the client's loop that sleeps 1 ms at a time and records how late each
+// wake-up came: a long synchronous stretch on the loop (decoding, callbacks)
+// shows up as one late wake-up.
+#include <benchmark/benchmark.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <string>
+
+#include "envoy/config/cluster/v3/cluster.pb.h"
+#include "envoy/service/discovery/v3/discovery.pb.h"
+#include "http2/server.h"
+#include "uxds/runtime.h"
+#include "uxds/xds_client.h"
+#include "uxds/xds_resources.h"
+
+namespace uxds {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr char kCdsType[] = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
+constexpr char kAdsMethod[] =
+    "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources";
+
+std::string ClusterName(int i) { return "cluster-" + std::to_string(i); }
+
+std::string CdsResponse(int n) {
+  envoy::service::discovery::v3::DiscoveryResponse response;
+  response.set_version_info("1");
+  response.set_type_url(kCdsType);
+  response.set_nonce("1");
+  for (int i = 0; i < n; ++i) {
+    envoy::config::cluster::v3::Cluster cluster;
+    cluster.set_name(ClusterName(i));
+    cluster.set_type(envoy::config::cluster::v3::Cluster::EDS);
+    cluster.mutable_eds_cluster_config()->mutable_eds_config()->mutable_ads();
+    cluster.mutable_eds_cluster_config()->set_service_name("service-" + std::to_string(i));
+    cluster.mutable_connect_timeout()->set_seconds(1);
+    auto* any = response.add_resources();
+    any->set_type_url(kCdsType);
+    any->set_value(cluster.SerializeAsString());
+  }
+  return response.SerializeAsString();
+}
+
+// The server side: answers the first CDS request with `response`.
+class AdsServer {
+ public:
+  explicit AdsServer(std::string response) : response_(std::move(response)) {
+    thread_ = std::move(*LoopThread::Start());
+    auto registry = std::make_shared<http2::ServiceRegistry>();
+    registry->Register(kAdsMethod, [this](http2::ServerCall& call) { return Serve(call); });
+    http2::ServerOptions options;
+    options.max_receive_message_size = 64 << 20;
+    thread_->RunSync([&] {
+      server_ = std::move(
+          *http2::Server::Listen(thread_->loop(), SocketAddress::Loopback4(0), registry, options));
+      thread_->loop().Spawn(server_->Serve());
+    });
+  }
+  ~AdsServer() {
+    std::promise<void> done;
+    thread_->RunSync([&] {
+      auto stop = [](http2::Server* server, std::promise<void>* done) -> Task<void> {
+        co_await server->Shutdown(std::chrono::milliseconds(0));
+        done->set_value();
+      };
+      thread_->loop().Spawn(stop(server_.get(), &done));
+    });
+    done.get_future().wait();
+    thread_->RunSync([&] { server_.reset(); });
+  }
+  std::string target() const { return "127.0.0.1:" + std::to_string(server_->port()); }
+  // When the response write began (the first byte went to the socket).
+  Clock::time_point written_at() const { return written_at_.load(); }
+
+ private:
+  Task<Status> Serve(http2::ServerCall& call) {
+    std::optional<std::string> request = co_await call.Read();
+    if (!request.has_value()) co_return OkStatus();
+    written_at_.store(Clock::now());
+    const Status written = co_await call.Write(response_);
+    if (!written.ok()) co_return written;
+    while (true) {
+      std::optional<std::string> next = co_await call.Read();
+      if (!next.has_value()) break;
+    }
+    co_return OkStatus();
+  }
+
+  const std::string response_;
+  std::unique_ptr<LoopThread> thread_;
+  std::unique_ptr<http2::Server> server_;
+  std::atomic<Clock::time_point> written_at_{};
+};
+
+class CountingWatcher final : public XdsResourceWatcher<ClusterResource> {
+ public:
+  CountingWatcher(std::atomic<int>& count, int target, std::promise<Clock::time_point>& done)
+      : count_(count), target_(target), done_(done) {}
+  void OnResourceChanged(StatusOr<std::shared_ptr<const ClusterResource>> resource) override {
+    if (resource.ok() && ++count_ == target_) done_.set_value(Clock::now());
+  }
+  void OnAmbientError(Status) override {}
+
+ private:
+  std::atomic<int>& count_;
+  const int target_;
+  std::promise<Clock::time_point>& done_;
+};
+
+// Sleeps 1 ms at a time on the loop, recording the worst lateness.
+Task<void> StallProbe(Loop& loop, std::atomic<bool>& stop, std::atomic<int64_t>& worst_us) {
+  while (!stop.load()) {
+    const Clock::time_point before = Clock::now();
+    const Status slept = co_await SleepFor(loop, std::chrono::milliseconds(1));
+    if (!slept.ok()) co_return;
+    const int64_t late = std::chrono::duration_cast<std::chrono::microseconds>(
+                             Clock::now() - before - std::chrono::milliseconds(1))
+                             .count();
+    worst_us.store(std::max(worst_us.load(), late));
+  }
+}
+
+void BM_OneCdsResponse(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  AdsServer server(CdsResponse(n));
+  int64_t worst_stall_us = 0;
+  double total_seconds = 0;
+  for (auto _ : state) {
+    auto loop = std::move(*LoopThread::Start());
+    Bootstrap bootstrap;
+    XdsServerConfig xds_server;
+    xds_server.server_uri = server.target();
+    bootstrap.xds_servers.push_back(xds_server);
+    bootstrap.node.id = "scale-bench";
+    XdsClientOptions options;
+    options.max_ads_response_size = 256 << 20;
+    std::unique_ptr<XdsClient> client;
+    std::atomic<int> count{0};
+    std::promise<Clock::time_point> done;
+    std::vector<std::shared_ptr<CountingWatcher>> watchers;
+    std::atomic<bool> stop_probe{false};
+    std::atomic<int64_t> worst_us{0};
+    loop->RunSync([&] {
+      client = std::move(*XdsClient::Create(loop->loop(), bootstrap, options));
+      for (int i = 0; i < n; ++i) {
+        watchers.push_back(std::make_shared<CountingWatcher>(count, n, done));
+        client->WatchResource(ClusterResourceType::Get(), ClusterName(i), watchers.back());
+      }
+      loop->loop().Spawn(StallProbe(loop->loop(), stop_probe, worst_us));
+    });
+    const Clock::time_point finished = done.get_future().get();
+    const double seconds = std::chrono::duration<double>(finished - server.written_at()).count();
+    state.SetIterationTime(seconds);
+    total_seconds += seconds;
+    stop_probe.store(true);
+    worst_stall_us = std::max(worst_stall_us, worst_us.load());
+    loop->RunSync([&] { XdsClient::ShutdownAndDestroy(std::move(client)); });
+    loop.reset();
+  }
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  state.counters["us_per_cluster"] = total_seconds / state.iterations() / n * 1e6;
+  state.counters["worst_stall_ms"] = static_cast<double>(worst_stall_us) / 1000.0;
+  state.counters["peak_rss_MB"] = static_cast<double>(usage.ru_maxrss) / 1024.0;
+}
+BENCHMARK(BM_OneCdsResponse)
+    ->Arg(1000)
+    ->Arg(10000)
+    ->Arg(100000)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+
+}  // namespace
+}  // namespace uxds
+
+BENCHMARK_MAIN();
