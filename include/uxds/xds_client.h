@@ -30,6 +30,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -223,6 +224,13 @@ class XdsClient {
   std::string DumpClientConfig() const;
   // Every cache entry, ordered by type URL then name.
   std::vector<XdsResourceSnapshot> Snapshot() const;
+  // The cache entry of one watched name, as WatchResource() was given it
+  // (an xdstp:// name in any spelling of its context parameters), in
+  // O(log n) and without the resource's JSON unless asked; nullopt if the
+  // name is not watched or invalid. What a watcher callback uses to learn
+  // the entry's version.
+  std::optional<XdsResourceSnapshot> Lookup(const XdsResourceType& type, std::string_view name,
+                                            bool with_resource_json = false) const;
   // A78 metrics.
   XdsClientMetrics GetMetrics() const;
 

@@ -247,6 +247,27 @@ TEST_F(WatchTest, ForWithoutCsdsPrintsNothingExtra) {
   }
 }
 
+// An xdstp:// name typed with its context parameters out of order is the
+// same resource (A47 normalizes it): its lines carry the version too.
+TEST_F(WatchTest, AnXdstpNameInAnyParameterOrderGetsItsVersion) {
+  const std::string normalized = "xdstp://auth.test/envoy.config.cluster.v3.Cluster/c1?a=1&b=2";
+  const std::string typed = "xdstp://auth.test/envoy.config.cluster.v3.Cluster/c1?b=2&a=1";
+  ASSERT_TRUE(cp_->SetResources(kCdsType, {{normalized, ValidCluster(normalized, "s1")}}, "7"));
+  json server = {{"server_uri", cp_->target()},
+                 {"channel_creds", json::array({{{"type", "insecure"}}})}};
+  json bootstrap = {{"xds_servers", json::array({server})},
+                    {"node", {{"id", "watch-node"}}},
+                    {"authorities", {{"auth.test", json::object()}}}};
+  const std::string path = dir_.File("xdstp-bootstrap.json");
+  WriteFile(path, bootstrap.dump());
+  Subprocess watch = StartWatch({"--bootstrap", path, "--type", "cluster", typed});
+  std::optional<json> event = NextEvent(watch);
+  ASSERT_TRUE(event.has_value());
+  EXPECT_EQ((*event)["event"], "resource") << event->dump();
+  EXPECT_EQ((*event)["name"], typed);
+  EXPECT_EQ((*event)["version"], "7") << event->dump();
+}
+
 // `uxds watch | head -1`: once the reader is gone the tool says so and exits
 // 1 at once, instead of waiting for the next event to die of SIGPIPE.
 TEST_F(WatchTest, AStdoutNobodyReadsEndsTheWatchWithExitOne) {

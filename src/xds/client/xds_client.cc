@@ -127,6 +127,12 @@ std::string XdsClient::DumpClientConfig() const {
 
 std::vector<XdsResourceSnapshot> XdsClient::Snapshot() const { return impl_->Snapshot(); }
 
+std::optional<XdsResourceSnapshot> XdsClient::Lookup(const XdsResourceType& type,
+                                                     std::string_view name,
+                                                     bool with_resource_json) const {
+  return impl_->Lookup(type, name, with_resource_json);
+}
+
 XdsClientMetrics XdsClient::GetMetrics() const { return impl_->Metrics(); }
 
 Loop& XdsClient::loop() const { return impl_->loop(); }

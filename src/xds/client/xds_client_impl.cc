@@ -154,6 +154,16 @@ void XdsClientImpl::CancelWatch(const XdsResourceType& type, std::string_view na
   if (it != channels_.end()) it->second->Unsubscribe(type, parsed->key);
 }
 
+std::optional<XdsResourceSnapshot> XdsClientImpl::Lookup(const XdsResourceType& type,
+                                                         std::string_view name,
+                                                         bool with_resource_json) const {
+  // The cache is keyed by the normalized name (A47: xdstp:// context
+  // parameters sorted).
+  StatusOr<XdsResourceName> parsed = ParseXdsResourceName(name, type);
+  if (!parsed.ok()) return std::nullopt;
+  return cache_.Lookup(type, parsed->key, with_resource_json);
+}
+
 envoy::service::status::v3::ClientConfig XdsClientImpl::DumpClientConfig() const {
   envoy::service::status::v3::ClientConfig config;
   *config.mutable_node() = node_;

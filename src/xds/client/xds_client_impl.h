@@ -42,6 +42,8 @@ class XdsClientImpl {
   // A40: node, every cache entry, client_scope.
   envoy::service::status::v3::ClientConfig DumpClientConfig() const;
   std::vector<XdsResourceSnapshot> Snapshot() const { return cache_.Snapshot(); }
+  std::optional<XdsResourceSnapshot> Lookup(const XdsResourceType& type, std::string_view name,
+                                            bool with_resource_json) const;
   XdsClientMetrics Metrics() const { return cache_.Metrics(); }
 
   Loop& loop() const { return loop_; }

@@ -355,26 +355,48 @@ void XdsResourceCache::DumpGenericXdsConfigs(
   }
 }
 
+namespace {
+
+XdsResourceSnapshot SnapshotOf(const std::string& type_url, const std::string& key,
+                               const XdsCacheEntry& entry, bool with_resource_json) {
+  XdsResourceSnapshot out;
+  out.type_url = type_url;
+  out.name = key;
+  out.authority = entry.name.authority;
+  out.state = entry.state;
+  out.has_resource = entry.resource != nullptr;
+  if (out.has_resource && with_resource_json) {
+    out.resource_json = entry.type.ResourceToJson(entry.resource);
+  }
+  out.version = entry.version;
+  out.last_updated = entry.last_updated;
+  out.error = entry.error;
+  out.failed_version = entry.failed_version;
+  out.last_update_attempt = entry.failed_update_time;
+  out.watchers = entry.watchers.size();
+  return out;
+}
+
+}  // namespace
+
 std::vector<XdsResourceSnapshot> XdsResourceCache::Snapshot() const {
   std::vector<XdsResourceSnapshot> snapshot;
   for (const auto& [type_url, by_name] : entries_) {
     for (const auto& [key, entry] : by_name) {
-      XdsResourceSnapshot& out = snapshot.emplace_back();
-      out.type_url = type_url;
-      out.name = key;
-      out.authority = entry->name.authority;
-      out.state = entry->state;
-      out.has_resource = entry->resource != nullptr;
-      if (out.has_resource) out.resource_json = entry->type.ResourceToJson(entry->resource);
-      out.version = entry->version;
-      out.last_updated = entry->last_updated;
-      out.error = entry->error;
-      out.failed_version = entry->failed_version;
-      out.last_update_attempt = entry->failed_update_time;
-      out.watchers = entry->watchers.size();
+      snapshot.push_back(SnapshotOf(type_url, key, *entry, /*with_resource_json=*/true));
     }
   }
   return snapshot;
+}
+
+std::optional<XdsResourceSnapshot> XdsResourceCache::Lookup(const XdsResourceType& type,
+                                                            std::string_view key,
+                                                            bool with_resource_json) const {
+  auto type_it = entries_.find(type.type_url());
+  if (type_it == entries_.end()) return std::nullopt;
+  auto it = type_it->second.find(key);
+  if (it == type_it->second.end()) return std::nullopt;
+  return SnapshotOf(type_it->first, it->first, *it->second, with_resource_json);
 }
 
 XdsClientMetrics XdsResourceCache::Metrics() const {

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -149,6 +150,10 @@ class XdsResourceCache {
   // A40: generic_xds_configs of every entry, ordered by type URL then name.
   void DumpGenericXdsConfigs(envoy::service::status::v3::ClientConfig& config) const;
   std::vector<XdsResourceSnapshot> Snapshot() const;
+  // One entry by its cache key (the normalized name), without rendering the
+  // resource's JSON unless asked.
+  std::optional<XdsResourceSnapshot> Lookup(const XdsResourceType& type, std::string_view key,
+                                            bool with_resource_json) const;
   XdsClientMetrics Metrics() const;
 
  private:

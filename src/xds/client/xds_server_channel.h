@@ -105,7 +105,7 @@ class XdsServerChannel {
   bool closed_idle_ = false;
   bool started_stream_ = false;
   AsyncQueue<bool> wake_idle_;  // a subscription arrived while idle
-  HostResolver resolver_;    // server_uri host names, off the loop
+  HostResolver resolver_;       // server_uri host names, off the loop
 };
 
 }  // namespace uxds::xds_internal
