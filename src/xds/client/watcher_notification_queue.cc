@@ -5,7 +5,12 @@
 namespace uxds::xds_internal {
 
 WatcherNotificationQueue::WatcherNotificationQueue(Loop& loop, std::string node_id)
-    : queue_(loop), node_id_suffix_(" (node ID:" + node_id + ")") {}
+    : queue_(loop), node_id_suffix_(" (node ID:" + node_id + ")"), loop_(loop) {}
+
+void WatcherNotificationQueue::Resume(int count) {
+  paused_ -= count;
+  if (paused_ <= 0 && resumed_ != nullptr) resumed_->Set();
+}
 
 Status WatcherNotificationQueue::WithNodeId(const Status& status) const {
   if (status.ok()) return status;
@@ -31,6 +36,13 @@ Task<void> WatcherNotificationQueue::Run() {
   for (;;) {
     std::optional<Notification> notification = co_await queue_.Receive();
     if (!notification.has_value()) co_return;
+    while (paused_ > 0) {
+      Event resumed(loop_);
+      resumed_ = &resumed;
+      const Status waited = co_await resumed.Wait();
+      resumed_ = nullptr;
+      if (!waited.ok()) co_return;
+    }
     WatcherRegistration& registration = *notification->registration;
     if (registration.cancelled) continue;
     // The watcher may cancel itself (or others) or start new watches from its

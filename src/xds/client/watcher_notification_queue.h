@@ -36,6 +36,12 @@ class WatcherNotificationQueue {
 
   // Delivers notifications until cancelled or Close()d.
   Task<void> Run();
+  // While paused (Pause() called more often than Resume()), nothing is
+  // delivered: an ADS stream pauses delivery while a response's ACK or NACK
+  // is on its way, so the control plane hears the verdict before any
+  // watcher callback runs (however slow the callbacks).
+  void Pause() { ++paused_; }
+  void Resume(int count);
   // Drops what is queued; later notifications are dropped too.
   void Close();
 
@@ -50,6 +56,9 @@ class WatcherNotificationQueue {
 
   AsyncQueue<Notification> queue_;
   const std::string node_id_suffix_;
+  Loop& loop_;
+  int paused_ = 0;
+  Event* resumed_ = nullptr;  // what Run() waits on while paused
 };
 
 }  // namespace uxds::xds_internal

@@ -78,7 +78,8 @@ XdsServerChannel& XdsClientImpl::GetOrCreateChannel(XdsServerState& server) {
   std::string key = server.config.Key();
   auto it = channels_.find(key);
   if (it != channels_.end()) return *it->second;
-  const XdsServerChannel::Environment environment{loop_, bootstrap_, options_, node_, cache_};
+  const XdsServerChannel::Environment environment{loop_, bootstrap_, options_,
+                                                  node_, cache_,     notifications_};
   auto channel = std::make_unique<XdsServerChannel>(environment, server);
   tasks_.Spawn(channel->Run());
   return *channels_.emplace(std::move(key), std::move(channel)).first->second;

@@ -229,6 +229,10 @@ Task<bool> XdsServerChannel::RunStream(CancelState* cancel) {
   tasks.Spawn(WriteRequests(stream));
   co_await tasks.Join();
   stream_ = nullptr;
+  // Verdicts the stream never sent hold nothing back any more.
+  for (auto& [type_url, state] : types_) {
+    env_.notifications.Resume(std::exchange(state.unanswered_responses, 0));
+  }
   co_return stream.seen_response && !stream.resource_exhausted;
 }
 
@@ -287,12 +291,19 @@ Task<void> XdsServerChannel::WriteRequests(Stream& stream) {
     // NOTES: "The node goes only in the first request of each stream."
     if (!std::exchange(stream.node_sent, true)) request.node = &env_.node;
     const std::string serialized = SerializeAdsRequest(request);
+    // The responses this request answers (coalesced ones included).
+    const int answered = std::exchange(state.unanswered_responses, 0);
     const Status written = co_await stream.call->Write(serialized);
-    if (!written.ok() || stream.ended) co_return;
+    if (!written.ok() || stream.ended) {
+      env_.notifications.Resume(answered);
+      co_return;
+    }
     // A57: the timer of a resource starts once the request naming it has been
     // sent on a connected stream: on the wire, not merely buffered behind a
     // closed flow-control window or a stream the server has not admitted.
     const Status sent = co_await stream.call->WaitUntilWritten();
+    // The verdict is out: the watchers may hear about the response now.
+    env_.notifications.Resume(answered);
     if (!sent.ok() || stream.ended) co_return;
     for (const std::string& name : request.resource_names) {
       XdsCacheEntry* entry = env_.cache.Find(*state.type, name);
@@ -310,6 +321,10 @@ void XdsServerChannel::HandleResponse(Stream& stream, const std::string& seriali
   auto it = types_.find(response.type_url());
   if (it == types_.end()) return;
   TypeState& state = it->second;
+  // The ACK/NACK goes out before any callback about this response runs:
+  // slow callbacks must not keep the control plane waiting for its verdict.
+  env_.notifications.Pause();
+  ++state.unanswered_responses;
   if (!std::exchange(stream.seen_response, true)) env_.cache.OnServerResponding(server_);
   state.nonce = response.nonce();
   const XdsDecodeContext context{env_.bootstrap, server_.config};

@@ -24,6 +24,7 @@
 #include "uxds/task.h"
 #include "uxds/xds_client.h"
 #include "xds/client/exponential_backoff.h"
+#include "xds/client/watcher_notification_queue.h"
 #include "xds/client/xds_resource_cache.h"
 
 namespace uxds::xds_internal {
@@ -37,6 +38,7 @@ class XdsServerChannel {
     const XdsClientOptions& options;
     const envoy::config::core::v3::Node& node;  // with user agent and client features
     XdsResourceCache& cache;
+    WatcherNotificationQueue& notifications;
   };
 
   XdsServerChannel(const Environment& environment, XdsServerState& server);
@@ -66,6 +68,9 @@ class XdsServerChannel {
     std::string version;
     std::string nonce;
     Status pending_nack;  // error_detail of the next request, once
+    // Responses whose ACK/NACK is not on the wire yet: each holds back
+    // watcher notifications until it is (WatcherNotificationQueue::Pause).
+    int unanswered_responses = 0;
   };
   // One ADS call.
   struct Stream {

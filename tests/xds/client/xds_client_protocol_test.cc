@@ -5,6 +5,8 @@
 // authorities.
 #include <gtest/gtest.h>
 
+#include <future>
+
 #include <algorithm>
 #include <chrono>
 #include <string>
@@ -473,6 +475,47 @@ TEST_F(XdsClientProtocolTest, AuthoritiesRouteNamesToTheirServers) {
   auto event = invalid->Next();
   ASSERT_TRUE(event.has_value());
   EXPECT_EQ(event->status.code(), StatusCode::kInvalidArgument) << event->ToString();
+}
+
+// A watcher whose callback blocks the control loop until the control plane
+// has received the ACK of the response that caused it (or 5 s pass).
+class AckCheckingWatcher final : public XdsResourceWatcher<TestClusterResource> {
+ public:
+  AckCheckingWatcher(FakeControlPlane& cp, std::string nonce) : cp_(cp), nonce_(std::move(nonce)) {}
+  void OnResourceChanged(StatusOr<std::shared_ptr<const TestClusterResource>>) override {
+    const bool acked = cp_.NextRequestMatching(std::chrono::seconds(5),
+                                               [&](const ObservedRequest& request) {
+                                                 return request.response_nonce == nonce_;
+                                               })
+                           .has_value();
+    result_.set_value(acked);
+  }
+  void OnAmbientError(Status) override {}
+  std::future<bool> AckSeenByCallback() { return result_.get_future(); }
+
+ private:
+  FakeControlPlane& cp_;
+  const std::string nonce_;
+  std::promise<bool> result_;
+};
+
+// The ACK of a response goes out before any callback about it runs: slow
+// callbacks (or `uxds watch --for` ending meanwhile) must not hold back the
+// verdict the control plane waits for.
+TEST_F(XdsClientProtocolTest, TheAckIsOnTheWireBeforeAnyCallbackRuns) {
+  StartClient();
+  auto watcher = std::make_shared<AckCheckingWatcher>(*cp_, "ack-first");
+  std::future<bool> ack_seen = watcher->AckSeenByCallback();
+  loop_->RunSync([&] { client_->WatchResource(TestClusterType::Get(), "c1", watcher); });
+  ASSERT_TRUE(WaitForRequest(kClusterTypeUrl, {"c1"}).has_value());
+  ScriptedResponse response;
+  response.type_url = kClusterTypeUrl;
+  response.version_info = "1";
+  response.nonce = "ack-first";
+  response.resources = {ClusterAny("c1", 1000)};
+  ASSERT_EQ(cp_->SendResponse(response), "ack-first");
+  ASSERT_EQ(ack_seen.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  EXPECT_TRUE(ack_seen.get());
 }
 
 // A host name in server_uri is resolved off the control loop; one that does
