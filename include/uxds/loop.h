@@ -105,6 +105,21 @@ class Loop {
   // Resumes `h` on a later turn of the loop (never inline).
   void Schedule(std::coroutine_handle<> h);
 
+  // `co_await loop.Yield()`: lets the loop run what is due (completions,
+  // timers, other ready tasks) before the awaiting coroutine goes on; how a
+  // long computation on the loop is cut into slices.
+  class YieldAwaiter {
+   public:
+    explicit YieldAwaiter(Loop& loop) : loop_(loop) {}
+    bool await_ready() const noexcept { return false; }
+    void await_suspend(std::coroutine_handle<> h) { loop_.Schedule(h); }
+    void await_resume() const noexcept {}
+
+   private:
+    Loop& loop_;
+  };
+  YieldAwaiter Yield() { return YieldAwaiter(*this); }
+
   bool InLoopThread() const;
   // Kernel features probed at construction.
   bool has_multishot_accept() const { return has_multishot_accept_; }

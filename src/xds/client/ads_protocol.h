@@ -2,6 +2,7 @@
 // applying a DiscoveryResponse to the cache (A46, A88, TP3).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -49,12 +50,40 @@ struct AdsResponseOutcome {
 
 // Applies `response` (whose type_url is `type`'s) from `server` to the cache:
 // valid resources are used even when others fail (A46), TP3 resource_errors
-// set RECEIVED_ERROR, and for LDS/CDS the cached names of `subscribed_names`
-// missing from the response are deletions. Names that are not subscribed on
-// this server are ignored.
-AdsResponseOutcome ApplyAdsResponse(
-    const envoy::service::discovery::v3::DiscoveryResponse& response, const XdsResourceType& type,
-    const XdsDecodeContext& context, const std::set<std::string>& subscribed_names,
-    XdsServerState& server, XdsResourceCache& cache);
+// set RECEIVED_ERROR, and for LDS/CDS the cached names of the subscribed
+// names missing from the response are deletions. Names that are not
+// subscribed on this server are ignored. Resources are applied in slices
+// (ApplyResources) so that a huge response need not hold the control loop
+// for its whole length; `response` must outlive the applier.
+class AdsResponseApplier {
+ public:
+  AdsResponseApplier(const envoy::service::discovery::v3::DiscoveryResponse& response,
+                     const XdsResourceType& type, const XdsDecodeContext& context,
+                     XdsServerState& server, XdsResourceCache& cache);
+  // Decodes and applies up to `max_count` more resources; true once every
+  // resource has been.
+  bool ApplyResources(size_t max_count);
+  // The rest of the resources, then resource_errors and deletions (against
+  // the names subscribed now); the verdict.
+  AdsResponseOutcome Finish(const std::set<std::string>& subscribed_names);
+
+ private:
+  void ApplyResource(int index, const std::string& version);
+  XdsCacheEntry* SubscribedEntry(const XdsResourceName& name);
+
+  const envoy::service::discovery::v3::DiscoveryResponse& response_;
+  const XdsResourceType& type_;
+  const XdsDecodeContext context_;
+  XdsServerState& server_;
+  XdsResourceCache& cache_;
+  const std::chrono::system_clock::time_point now_;
+  size_t next_resource_ = 0;
+  AdsResponseOutcome outcome_;
+  // Names this response speaks about (valid, invalid or TP3 error): not
+  // deleted.
+  std::set<std::string, std::less<>> seen_;
+  // Every name of `resources`, subscribed or not.
+  std::set<std::string, std::less<>> names_in_response_;
+};
 
 }  // namespace uxds::xds_internal

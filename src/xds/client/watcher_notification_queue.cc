@@ -33,7 +33,14 @@ void WatcherNotificationQueue::AmbientError(
 }
 
 Task<void> WatcherNotificationQueue::Run() {
+  size_t delivered_in_slice = 0;
   for (;;) {
+    // Thousands of callbacks in a row would hold the loop: let it run what
+    // is due between slices.
+    if (++delivered_in_slice > kNotificationsPerSlice) {
+      delivered_in_slice = 0;
+      co_await loop_.Yield();
+    }
     std::optional<Notification> notification = co_await queue_.Receive();
     if (!notification.has_value()) co_return;
     while (paused_ > 0) {

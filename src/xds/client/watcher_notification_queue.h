@@ -34,6 +34,8 @@ class WatcherNotificationQueue {
                        const Status& error);
   void AmbientError(const std::shared_ptr<WatcherRegistration>& registration, const Status& status);
 
+  // Callbacks run between two yields to the loop.
+  static constexpr size_t kNotificationsPerSlice = 256;
   // Delivers notifications until cancelled or Close()d.
   Task<void> Run();
   // While paused (Pause() called more often than Resume()), nothing is

@@ -240,7 +240,7 @@ Task<void> XdsServerChannel::ReadResponses(Stream& stream) {
   for (;;) {
     std::optional<std::string> message = co_await stream.call->Read();
     if (!message.has_value()) break;
-    HandleResponse(stream, *message);
+    co_await HandleResponse(stream, *std::move(message));
   }
   const Status status = co_await stream.call->Finish();
   stream.ended = true;
@@ -313,27 +313,33 @@ Task<void> XdsServerChannel::WriteRequests(Stream& stream) {
   }
 }
 
-void XdsServerChannel::HandleResponse(Stream& stream, const std::string& serialized) {
+Task<void> XdsServerChannel::HandleResponse(Stream& stream, std::string serialized) {
   envoy::service::discovery::v3::DiscoveryResponse response;
   // NOTES: "A response that cannot be decoded at all, or whose type was never
   // watched, is ignored: no ACK, no NACK."
-  if (!response.ParseFromString(serialized)) return;
+  if (!response.ParseFromString(serialized)) co_return;
+  serialized.clear();
   auto it = types_.find(response.type_url());
-  if (it == types_.end()) return;
+  if (it == types_.end()) co_return;
   TypeState& state = it->second;
   // The ACK/NACK goes out before any callback about this response runs:
   // slow callbacks must not keep the control plane waiting for its verdict.
   env_.notifications.Pause();
-  ++state.unanswered_responses;
   if (!std::exchange(stream.seen_response, true)) env_.cache.OnServerResponding(server_);
-  state.nonce = response.nonce();
   const XdsDecodeContext context{env_.bootstrap, server_.config};
-  const AdsResponseOutcome outcome =
-      ApplyAdsResponse(response, *state.type, context, state.names, server_, env_.cache);
+  AdsResponseApplier applier(response, *state.type, context, server_, env_.cache);
+  // A response with thousands of resources is decoded a slice at a time, so
+  // timers, the writer and the other streams of the loop are never held
+  // back for long. Requests written meanwhile still answer the previous
+  // response (the nonce changes only once this one is decided).
+  while (!applier.ApplyResources(kResourcesPerSlice)) co_await env_.loop.Yield();
+  state.nonce = response.nonce();
+  const AdsResponseOutcome outcome = applier.Finish(state.names);
   env_.cache.CountResourceUpdates(server_, state.type->type_name(), outcome.valid_resources,
                                   outcome.invalid_resources);
   if (outcome.accept_version()) state.version = response.version_info();
   state.pending_nack = outcome.NackStatus();
+  ++state.unanswered_responses;
   SendRequestFor(it->first);
 }
 

@@ -60,6 +60,8 @@ class XdsServerChannel {
 
  private:
   // Per resource type, across streams.
+  // Resources decoded between two yields to the loop (about 1 ms of work).
+  static constexpr size_t kResourcesPerSlice = 256;
   struct TypeState {
     const XdsResourceType* type = nullptr;
     std::set<std::string> names;  // subscribed
@@ -92,7 +94,7 @@ class XdsServerChannel {
   Task<StatusOr<std::unique_ptr<http2::ClientConnection>>> Connect();
   Task<void> ReadResponses(Stream& stream);
   Task<void> WriteRequests(Stream& stream);
-  void HandleResponse(Stream& stream, const std::string& serialized);
+  Task<void> HandleResponse(Stream& stream, std::string serialized);
   // Queues a request for `type_url` on the current stream, if any.
   void SendRequestFor(const std::string& type_url);
   // A transient error for every watcher of this server (A57, A88).
