@@ -5,6 +5,7 @@
 #include "uxds/client_channel.h"
 
 #include <map>
+#include <set>
 #include <utility>
 
 #include "client/xds_dependency_manager.h"
@@ -135,21 +136,8 @@ struct Channel::Impl {
     }
     config = *std::move(update);
     config_failed = false;
-    std::set<std::string> used;
-    for (const RouteConfigResource::Route& route : config->virtual_host->routes) {
-      const auto* action = std::get_if<RouteConfigResource::Route::RouteAction>(&route.action);
-      if (action == nullptr) continue;
-      if (const auto* one =
-              std::get_if<RouteConfigResource::Route::RouteAction::ClusterName>(&action->cluster)) {
-        used.insert(one->name);
-      } else {
-        for (const auto& weighted :
-             std::get<RouteConfigResource::Route::RouteAction::WeightedClusters>(action->cluster)
-                 .clusters) {
-          used.insert(weighted.name);
-        }
-      }
-    }
+    const std::vector<std::string> named = routing::ClustersNamedBy(*config->virtual_host);
+    const std::set<std::string> used(named.begin(), named.end());
     for (const std::string& name : used) UpdateCluster(name);
     std::erase_if(clusters, [&](const auto& entry) { return !used.contains(entry.first); });
     WakeWaiters();

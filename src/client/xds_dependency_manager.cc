@@ -1,6 +1,9 @@
 #include "client/xds_dependency_manager.h"
 
+#include "xds/routing/route_selection.h"
+
 #include <algorithm>
+#include <type_traits>
 #include <utility>
 
 namespace uxds {
@@ -73,21 +76,26 @@ XdsDependencyManager::WatchState<T>& XdsDependencyManager::Watch(
 }
 
 template <typename T>
+XdsDependencyManager::WatchState<T>* XdsDependencyManager::StateFor(const std::string& name) {
+  auto find = [&name](auto& watches) -> WatchState<T>* {
+    auto it = watches.find(name);
+    return it == watches.end() ? nullptr : &it->second;
+  };
+  if constexpr (std::is_same_v<T, ListenerResource>) {
+    return &listener_;
+  } else if constexpr (std::is_same_v<T, RouteConfigResource>) {
+    return find(route_configs_);
+  } else if constexpr (std::is_same_v<T, ClusterResource>) {
+    return find(clusters_);
+  } else {
+    return find(endpoints_);
+  }
+}
+
+template <typename T>
 void XdsDependencyManager::OnResource(const std::string& name,
                                       StatusOr<std::shared_ptr<const T>> resource) {
-  WatchState<T>* state = nullptr;
-  if constexpr (std::is_same_v<T, ListenerResource>) {
-    state = &listener_;
-  } else if constexpr (std::is_same_v<T, RouteConfigResource>) {
-    auto it = route_configs_.find(name);
-    if (it != route_configs_.end()) state = &it->second;
-  } else if constexpr (std::is_same_v<T, ClusterResource>) {
-    auto it = clusters_.find(name);
-    if (it != clusters_.end()) state = &it->second;
-  } else {
-    auto it = endpoints_.find(name);
-    if (it != endpoints_.end()) state = &it->second;
-  }
+  WatchState<T>* state = StateFor<T>(name);
   if (state == nullptr) return;
   // A88: a new resource clears the ambient error; a data error replaces the
   // resource (the XdsClient has dropped it too).
@@ -98,19 +106,7 @@ void XdsDependencyManager::OnResource(const std::string& name,
 
 template <typename T>
 void XdsDependencyManager::OnAmbient(const std::string& name, Status status) {
-  WatchState<T>* state = nullptr;
-  if constexpr (std::is_same_v<T, ListenerResource>) {
-    state = &listener_;
-  } else if constexpr (std::is_same_v<T, RouteConfigResource>) {
-    auto it = route_configs_.find(name);
-    if (it != route_configs_.end()) state = &it->second;
-  } else if constexpr (std::is_same_v<T, ClusterResource>) {
-    auto it = clusters_.find(name);
-    if (it != clusters_.end()) state = &it->second;
-  } else {
-    auto it = endpoints_.find(name);
-    if (it != endpoints_.end()) state = &it->second;
-  }
+  WatchState<T>* state = StateFor<T>(name);
   if (state == nullptr) return;
   state->ambient = std::move(status);
   // The notes change; the resources do not.
@@ -323,21 +319,7 @@ void XdsDependencyManager::Update() {
     return;
   }
   // Every cluster a route of the virtual host names, in route order.
-  std::vector<std::string> roots;
-  for (const RouteConfigResource::Route& route : config->virtual_host->routes) {
-    const auto* action = std::get_if<RouteConfigResource::Route::RouteAction>(&route.action);
-    if (action == nullptr) continue;
-    if (const auto* single =
-            std::get_if<RouteConfigResource::Route::RouteAction::ClusterName>(&action->cluster)) {
-      roots.push_back(single->name);
-    } else {
-      for (const auto& weighted :
-           std::get<RouteConfigResource::Route::RouteAction::WeightedClusters>(action->cluster)
-               .clusters) {
-        roots.push_back(weighted.name);
-      }
-    }
-  }
+  const std::vector<std::string> roots = routing::ClustersNamedBy(*config->virtual_host);
   std::set<std::string> clusters, endpoint_names, dns_clusters;
   bool complete = true;
   for (const std::string& root : roots) {

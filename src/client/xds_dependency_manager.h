@@ -72,6 +72,8 @@ class XdsDependencyManager {
   };
 
   template <typename T>
+  WatchState<T>* StateFor(const std::string& name);
+  template <typename T>
   void OnResource(const std::string& name, StatusOr<std::shared_ptr<const T>> resource);
   template <typename T>
   void OnAmbient(const std::string& name, Status status);

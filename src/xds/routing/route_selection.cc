@@ -1,5 +1,6 @@
 #include "xds/routing/route_selection.h"
 
+#include <algorithm>
 #include <bit>
 #include <numeric>
 #include <variant>
@@ -61,6 +62,28 @@ std::string_view PickWeightedCluster(
     point -= cluster.weight;
   }
   return weighted.clusters.back().name;
+}
+
+std::vector<std::string> ClustersNamedBy(const RouteConfigResource::VirtualHost& virtual_host) {
+  std::vector<std::string> names;
+  auto add = [&names](const std::string& name) {
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  };
+  for (const RouteConfigResource::Route& route : virtual_host.routes) {
+    const auto* action = std::get_if<RouteConfigResource::Route::RouteAction>(&route.action);
+    if (action == nullptr) continue;
+    if (const auto* one =
+            std::get_if<RouteConfigResource::Route::RouteAction::ClusterName>(&action->cluster)) {
+      add(one->name);
+      continue;
+    }
+    for (const auto& weighted :
+         std::get<RouteConfigResource::Route::RouteAction::WeightedClusters>(action->cluster)
+             .clusters) {
+      add(weighted.name);
+    }
+  }
+  return names;
 }
 
 std::optional<uint64_t> ComputeRequestHash(

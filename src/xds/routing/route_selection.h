@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "uxds/channel.h"
 #include "uxds/resources/route_config.h"
@@ -56,6 +57,10 @@ const RouteConfigResource::Route* SelectRoute(const RouteConfigResource::Virtual
 // share of the draws proportional to its weight.
 std::string_view PickWeightedCluster(
     const RouteConfigResource::Route::RouteAction::WeightedClusters& weighted, uint64_t random);
+
+// Every cluster the routes of `virtual_host` forward to (single clusters
+// and each of weighted_clusters), in route order, each once.
+std::vector<std::string> ClustersNamedBy(const RouteConfigResource::VirtualHost& virtual_host);
 
 // A42 (NOTES.md "Request hash"): the hash of the RPC from the route's hash
 // policies, in order: a header policy hashes the header's value (after its
