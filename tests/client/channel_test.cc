@@ -24,7 +24,6 @@ namespace uxds::testing {
 namespace {
 
 using std::chrono::milliseconds;
-constexpr milliseconds kWait = std::chrono::seconds(30);
 constexpr char kNodeId[] = "channel-node";
 
 class ChannelTest : public ::testing::Test {
@@ -33,7 +32,6 @@ class ChannelTest : public ::testing::Test {
     cp_ = FakeControlPlane::Start();
     ASSERT_NE(cp_, nullptr);
     backends_ = *LoopThread::Start();
-    auto registry = std::make_shared<http2::ServiceRegistry>();
     backends_->RunSync([&] {
       for (int i = 0; i < 3; ++i) {
         auto services = std::make_shared<http2::ServiceRegistry>();
