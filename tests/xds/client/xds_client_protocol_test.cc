@@ -477,26 +477,26 @@ TEST_F(XdsClientProtocolTest, AuthoritiesRouteNamesToTheirServers) {
   EXPECT_EQ(event->status.code(), StatusCode::kInvalidArgument) << event->ToString();
 }
 
-// A watcher whose callback blocks the control loop until the control plane
-// has received the ACK of the response that caused it (or 5 s pass).
+// A watcher whose callback blocks the control loop until the test thread
+// says whether the control plane has received the ACK by then (only the test
+// thread touches the control plane).
 class AckCheckingWatcher final : public XdsResourceWatcher<TestClusterResource> {
  public:
-  AckCheckingWatcher(FakeControlPlane& cp, std::string nonce) : cp_(cp), nonce_(std::move(nonce)) {}
   void OnResourceChanged(StatusOr<std::shared_ptr<const TestClusterResource>>) override {
-    const bool acked = cp_.NextRequestMatching(std::chrono::seconds(5),
-                                               [&](const ObservedRequest& request) {
-                                                 return request.response_nonce == nonce_;
-                                               })
-                           .has_value();
-    result_.set_value(acked);
+    if (std::exchange(called_, true)) return;
+    callback_started_.set_value();
+    // The control loop stays blocked here: whatever is not on the wire yet
+    // stays unwritten until the test thread answers.
+    answered_.get_future().wait_for(std::chrono::seconds(10));
   }
   void OnAmbientError(Status) override {}
-  std::future<bool> AckSeenByCallback() { return result_.get_future(); }
+  std::future<void> CallbackStarted() { return callback_started_.get_future(); }
+  void Answer() { answered_.set_value(); }
 
  private:
-  FakeControlPlane& cp_;
-  const std::string nonce_;
-  std::promise<bool> result_;
+  bool called_ = false;
+  std::promise<void> callback_started_;
+  std::promise<void> answered_;
 };
 
 // The ACK of a response goes out before any callback about it runs: slow
@@ -504,8 +504,8 @@ class AckCheckingWatcher final : public XdsResourceWatcher<TestClusterResource> 
 // verdict the control plane waits for.
 TEST_F(XdsClientProtocolTest, TheAckIsOnTheWireBeforeAnyCallbackRuns) {
   StartClient();
-  auto watcher = std::make_shared<AckCheckingWatcher>(*cp_, "ack-first");
-  std::future<bool> ack_seen = watcher->AckSeenByCallback();
+  auto watcher = std::make_shared<AckCheckingWatcher>();
+  std::future<void> started = watcher->CallbackStarted();
   loop_->RunSync([&] { client_->WatchResource(TestClusterType::Get(), "c1", watcher); });
   ASSERT_TRUE(WaitForRequest(kClusterTypeUrl, {"c1"}).has_value());
   ScriptedResponse response;
@@ -514,8 +514,16 @@ TEST_F(XdsClientProtocolTest, TheAckIsOnTheWireBeforeAnyCallbackRuns) {
   response.nonce = "ack-first";
   response.resources = {ClusterAny("c1", 1000)};
   ASSERT_EQ(cp_->SendResponse(response), "ack-first");
-  ASSERT_EQ(ack_seen.wait_for(std::chrono::seconds(30)), std::future_status::ready);
-  EXPECT_TRUE(ack_seen.get());
+  ASSERT_EQ(started.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  // The callback is running and holds the loop: the ACK is already out, or
+  // it never comes while we wait.
+  const bool acked = cp_->NextRequestMatching(std::chrono::seconds(5),
+                                              [](const ObservedRequest& request) {
+                                                return request.response_nonce == "ack-first";
+                                              })
+                         .has_value();
+  watcher->Answer();
+  EXPECT_TRUE(acked);
 }
 
 // A host name in server_uri is resolved off the control loop; one that does
