@@ -1,4 +1,5 @@
-// Loop: one io_uring event loop on one thread, running coroutines.
+// Loop: one event loop on one thread, running coroutines: over io_uring where
+// the kernel allows it, else over epoll (see RuntimeBackend).
 //
 // The control thread and each server listener thread own one Loop. State
 // that a Loop's coroutines touch belongs to that loop's thread; other threads
@@ -52,6 +53,7 @@ class IoOp : public CancelState::Callback {
 
 struct TimerNode;
 class TimerHeap;
+class EpollPoller;
 
 // An IoOp that resumes one waiting coroutine with the CQE's result.
 class ResumingIoOp : public IoOp {
@@ -65,17 +67,32 @@ class ResumingIoOp : public IoOp {
 
 }  // namespace detail
 
+// What a Loop waits on. The API above it (tasks, timers, sockets, Post,
+// cancellation) behaves the same on both.
+enum class RuntimeBackend {
+  kIoUring,  // the fast path
+  kEpoll,    // where io_uring_setup is denied (container seccomp profiles,
+             // kernel.io_uring_disabled) or the kernel lacks what uxds uses
+};
+// "io_uring" or "epoll": the names UXDS_RUNTIME takes.
+const char* RuntimeBackendName(RuntimeBackend backend);
+
 struct LoopOptions {
-  // Submission queue entries. The completion queue is twice this size.
+  // Submission queue entries (io_uring). The completion queue is twice this size.
   unsigned queue_entries = 256;
+  // Forces a backend. Unset: the UXDS_RUNTIME environment variable
+  // ("io_uring" or "epoll") if set, else io_uring when it works, else epoll.
+  // A forced io_uring that cannot be set up makes Create() fail.
+  std::optional<RuntimeBackend> backend;
 };
 
 class Loop {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // Fails (with the failing syscall and errno named) when io_uring is not
-  // available, e.g. ENOSYS on an old kernel or EPERM under a seccomp profile.
+  // Picks the backend (LoopOptions::backend) and logs one line naming it and
+  // why. Fails (with the failing syscall and errno named) when the forced
+  // backend cannot be set up, e.g. io_uring under a seccomp profile (EPERM).
   static StatusOr<std::unique_ptr<Loop>> Create(const LoopOptions& options = {});
   // Cancels every task spawned with Spawn(), runs the loop until they have all
   // finished and every in-flight operation has completed, then closes the ring.
@@ -121,8 +138,13 @@ class Loop {
   YieldAwaiter Yield() { return YieldAwaiter(*this); }
 
   bool InLoopThread() const;
+  RuntimeBackend backend() const {
+    return epoll_ != nullptr ? RuntimeBackend::kEpoll : RuntimeBackend::kIoUring;
+  }
   // Kernel features probed at construction.
   bool has_multishot_accept() const { return has_multishot_accept_; }
+  // For operations on the epoll backend (src/runtime); nullptr on io_uring.
+  detail::EpollPoller* epoll() const { return epoll_.get(); }
 
   // For operations (src/runtime): a submission entry whose user_data is `op`.
   // Submits pending entries first if the queue is full.
@@ -144,6 +166,10 @@ class Loop {
 
  private:
   Loop();
+  // io_uring_setup plus the probe of the operations uxds submits.
+  Status InitIoUring(const LoopOptions& options);
+  Status InitEpoll();
+  void WaitIoUring(int64_t timeout_ns);
   void RunOnce(bool may_block);
   void RunReady();
   void DispatchCompletions();
@@ -155,6 +181,7 @@ class Loop {
   void ReapCompletions();
 
   std::unique_ptr<io_uring> ring_;
+  std::unique_ptr<detail::EpollPoller> epoll_;
   int wake_fd_ = -1;
   std::unique_ptr<detail::IoOp> wake_op_;
   std::thread::id thread_id_;

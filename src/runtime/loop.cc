@@ -9,11 +9,13 @@
 #include <cstdio>
 #include <string>
 
-#include "uxds/log.h"
-
 #include <cstring>
 #include <future>
+
+#include "runtime/epoll_poller.h"
+#include "runtime/runtime_backend.h"
 #include "runtime/timer_heap.h"
+#include "uxds/log.h"
 
 namespace uxds {
 namespace {
@@ -65,14 +67,50 @@ class WakeOp final : public IoOp {
 Loop::Loop() = default;
 
 StatusOr<std::unique_ptr<Loop>> Loop::Create(const LoopOptions& options) {
+  StatusOr<std::optional<RuntimeBackend>> forced = detail::ForcedRuntimeBackend(options);
+  if (!forced.ok()) return forced.status();
   std::unique_ptr<Loop> loop(new Loop());
-  loop->ring_ = std::make_unique<io_uring>();
+  std::string why;
+  if (*forced == RuntimeBackend::kEpoll) {
+    why = forced->has_value() && options.backend.has_value() ? "forced by LoopOptions::backend"
+                                                             : "forced by UXDS_RUNTIME=epoll";
+  } else {
+    Status uring = loop->InitIoUring(options);
+    if (uring.ok()) {
+      why = forced->has_value() ? (options.backend.has_value() ? "forced by LoopOptions::backend"
+                                                               : "forced by UXDS_RUNTIME=io_uring")
+                                : "io_uring_setup works";
+    } else if (forced->has_value()) {
+      return uring;
+    } else {
+      why = "fallback, " + uring.message();
+    }
+  }
+  if (loop->ring_ == nullptr) {
+    Status s = loop->InitEpoll();
+    if (!s.ok()) return s;
+  }
+  Log(LogSeverity::kInfo,
+      std::string("uxds: runtime: ") + RuntimeBackendName(loop->backend()) + " (" + why + ")");
+  loop->thread_id_ = std::this_thread::get_id();
+  loop->timers_ = std::make_unique<detail::TimerHeap>();
+  loop->root_group_ = std::make_unique<TaskGroup>(*loop);
+  if (loop->ring_ != nullptr) {
+    auto wake = std::make_unique<detail::WakeOp>(*loop, loop->wake_fd_);
+    wake->Arm();
+    loop->wake_op_ = std::move(wake);
+  }
+  return loop;
+}
+
+Status Loop::InitIoUring(const LoopOptions& options) {
+  ring_ = std::make_unique<io_uring>();
   io_uring_params params{};
   params.flags = IORING_SETUP_CQSIZE;
   params.cq_entries = options.queue_entries * 2;
-  int rc = io_uring_queue_init_params(options.queue_entries, loop->ring_.get(), &params);
+  int rc = io_uring_queue_init_params(options.queue_entries, ring_.get(), &params);
   if (rc < 0) {
-    loop->ring_.reset();
+    ring_.reset();
     Status s = ErrnoToStatus(-rc, "io_uring_setup");
     return Status(StatusCode::kUnavailable,
                   s.message() +
@@ -80,25 +118,39 @@ StatusOr<std::unique_ptr<Loop>> Loop::Create(const LoopOptions& options) {
                       "profile that blocks the io_uring_setup syscall, or "
                       "kernel.io_uring_disabled)");
   }
-  loop->wake_fd_ = eventfd(0, EFD_CLOEXEC);
-  if (loop->wake_fd_ < 0) {
-    Status s = ErrnoToStatus(errno, "eventfd");
-    io_uring_queue_exit(loop->ring_.get());
-    loop->ring_.reset();
-    return s;
+  std::string missing = detail::MissingIoUringOps(ring_.get());
+  if (missing.empty()) {
+    wake_fd_ = eventfd(0, EFD_CLOEXEC);
+    if (wake_fd_ >= 0) {
+      has_multishot_accept_ = KernelAtLeast(5, 19);
+      return OkStatus();
+    }
+    missing = "eventfd: " + std::string(std::strerror(errno));
+  } else {
+    missing = "io_uring lacks " + missing;
   }
-  loop->has_multishot_accept_ = KernelAtLeast(5, 19);
-  loop->thread_id_ = std::this_thread::get_id();
-  loop->timers_ = std::make_unique<detail::TimerHeap>();
-  loop->root_group_ = std::make_unique<TaskGroup>(*loop);
-  auto wake = std::make_unique<detail::WakeOp>(*loop, loop->wake_fd_);
-  wake->Arm();
-  loop->wake_op_ = std::move(wake);
-  return loop;
+  io_uring_queue_exit(ring_.get());
+  ring_.reset();
+  return UnavailableError(missing);
+}
+
+Status Loop::InitEpoll() {
+  // Non-blocking: the poller drains it after each wake-up.
+  wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake_fd_ < 0) return ErrnoToStatus(errno, "eventfd");
+  StatusOr<std::unique_ptr<detail::EpollPoller>> poller =
+      detail::EpollPoller::Create(*this, wake_fd_);
+  if (!poller.ok()) {
+    close(wake_fd_);
+    wake_fd_ = -1;
+    return poller.status();
+  }
+  epoll_ = std::move(*poller);
+  return OkStatus();
 }
 
 Loop::~Loop() {
-  if (!ring_) return;
+  if (root_group_ == nullptr) return;  // Create() failed
   Loop* previous = std::exchange(t_current_loop, this);
   thread_id_ = std::this_thread::get_id();
   // Structured shutdown: cancel every task, let each finish, then wait for
@@ -106,14 +158,19 @@ Loop::~Loop() {
   // coroutine frame and no kernel reference to our memory outlives the ring.
   root_group_->Cancel();
   while (root_group_->size() > 0 || !ready_.empty()) RunOnce(/*may_block=*/true);
-  static_cast<detail::WakeOp*>(wake_op_.get())->StopRearming();
-  CancelOp(wake_op_.get());
-  for (auto& orphan : orphans_) CancelOp(orphan.get());
-  while (in_flight_ > 0 || !ready_.empty()) RunOnce(/*may_block=*/true);
-  ReapOrphans();
+  if (ring_ != nullptr) {
+    static_cast<detail::WakeOp*>(wake_op_.get())->StopRearming();
+    CancelOp(wake_op_.get());
+    for (auto& orphan : orphans_) CancelOp(orphan.get());
+    while (in_flight_ > 0 || !ready_.empty()) RunOnce(/*may_block=*/true);
+    ReapOrphans();
+  }
   root_group_.reset();
-  io_uring_queue_exit(ring_.get());
-  ring_.reset();
+  if (ring_ != nullptr) {
+    io_uring_queue_exit(ring_.get());
+    ring_.reset();
+  }
+  epoll_.reset();
   {
     // A Post() racing with our end finishes its write first (see Post).
     std::lock_guard<std::mutex> lock(posted_mu_);
@@ -162,6 +219,7 @@ void Loop::Spawn(Task<void> task) { root_group_->Spawn(std::move(task)); }
 void Loop::Schedule(std::coroutine_handle<> h) { ready_.push_back(h); }
 
 io_uring_sqe* Loop::PrepareSqe(detail::IoOp* op) {
+  assert(ring_ != nullptr && "io_uring requests on an epoll loop");
   io_uring_sqe* sqe = io_uring_get_sqe(ring_.get());
   int failures = 0;
   while (sqe == nullptr) {
@@ -192,6 +250,7 @@ io_uring_sqe* Loop::PrepareSqe(detail::IoOp* op) {
 }
 
 void Loop::ReserveSqes(unsigned n) {
+  if (ring_ == nullptr) return;
   if (io_uring_sq_space_left(ring_.get()) < n) io_uring_submit(ring_.get());
 }
 
@@ -274,28 +333,40 @@ void Loop::RunOnce(bool may_block) {
   }
   bool wait = may_block && ready_.empty() && reaped_.empty() && !has_posted &&
               !stop_.load(std::memory_order_relaxed);
-  int rc;
+  // One kernel wait bounded by the earliest deadline serves every timer.
+  int64_t timeout_ns = wait ? -1 : 0;
   if (wait && !timers_->empty()) {
-    // One kernel wait bounded by the earliest deadline serves every timer.
     const auto left = std::max(Clock::duration::zero(), timers_->top()->deadline - Clock::now());
-    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
-    __kernel_timespec ts{};
-    ts.tv_sec = ns / 1'000'000'000;
-    ts.tv_nsec = ns % 1'000'000'000;
-    io_uring_cqe* cqe = nullptr;
-    rc = io_uring_submit_and_wait_timeout(ring_.get(), &cqe, 1, &ts, nullptr);
-    if (rc == -ETIME) rc = 0;
+    timeout_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
+  }
+  if (epoll_ != nullptr) {
+    epoll_->Wait(timeout_ns);
+    epoll_->NewTurn();
   } else {
-    rc = io_uring_submit_and_wait(ring_.get(), wait ? 1 : 0);
+    WaitIoUring(timeout_ns);
+    DispatchCompletions();
   }
-  if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
-    Log(LogSeverity::kError, std::string("uxds: io_uring_submit_and_wait: ") + std::strerror(-rc));
-  }
-  DispatchCompletions();
   FireExpiredTimers();
   RunReady();
   DrainPosted();
   if (!orphans_.empty()) ReapOrphans();
+}
+
+void Loop::WaitIoUring(int64_t timeout_ns) {
+  int rc;
+  if (timeout_ns > 0) {
+    __kernel_timespec ts{};
+    ts.tv_sec = timeout_ns / 1'000'000'000;
+    ts.tv_nsec = timeout_ns % 1'000'000'000;
+    io_uring_cqe* cqe = nullptr;
+    rc = io_uring_submit_and_wait_timeout(ring_.get(), &cqe, 1, &ts, nullptr);
+    if (rc == -ETIME) rc = 0;
+  } else {
+    rc = io_uring_submit_and_wait(ring_.get(), timeout_ns < 0 ? 1 : 0);
+  }
+  if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
+    Log(LogSeverity::kError, std::string("uxds: io_uring_submit_and_wait: ") + std::strerror(-rc));
+  }
 }
 
 void Loop::ReapCompletions() {

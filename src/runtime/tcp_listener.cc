@@ -4,9 +4,13 @@
 
 #include <deque>
 
+#include "runtime/epoll_poller.h"
 #include "runtime/tcp_socket.h"
 
 namespace uxds {
+
+// The epoll backend yields after the same number (EpollPoller's budget).
+constexpr int kAcceptsPerTurn = 32;
 
 // The accept request: multishot where the kernel has it, so one submission
 // keeps delivering connections; accepted sockets queue until Accept() takes
@@ -46,6 +50,10 @@ class TcpListener::AcceptOp final : public detail::IoOp {
   }
 
   std::deque<int> ready_fds;
+  // Connections handed out since the last wait: one multishot batch can
+  // queue hundreds, and handing them all out in one turn would starve the
+  // loop's other tasks.
+  int taken_without_waiting = 0;
   Status error;
   std::coroutine_handle<> waiter;
   bool orphaned = false;
@@ -88,7 +96,10 @@ struct AcceptWait : CancelState::Callback {
 StatusOr<std::unique_ptr<TcpListener>> TcpListener::Bind(Loop& loop, const SocketAddress& address,
                                                          int backlog) {
   std::string what = "listen on " + address.ToString();
-  int fd = ::socket(address.family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
+  // Non-blocking on epoll (accept4 must not block the loop); blocking on
+  // io_uring, which polls by itself.
+  const int nonblocking = loop.epoll() != nullptr ? SOCK_NONBLOCK : 0;
+  int fd = ::socket(address.family(), SOCK_STREAM | SOCK_CLOEXEC | nonblocking, 0);
   if (fd < 0) return ErrnoToStatus(errno, what);
   int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -110,14 +121,17 @@ StatusOr<std::unique_ptr<TcpListener>> TcpListener::Bind(Loop& loop, const Socke
 }
 
 TcpListener::TcpListener(Loop& loop, int fd, SocketAddress local)
-    : loop_(loop),
-      fd_(fd),
-      local_(local),
-      accept_op_(std::make_unique<AcceptOp>(loop, fd, loop.has_multishot_accept())) {}
+    : loop_(loop), fd_(fd), local_(local) {
+  if (loop.epoll() != nullptr) {
+    watch_ = std::make_unique<detail::FdWatch>(*loop.epoll(), fd);
+  } else {
+    accept_op_ = std::make_unique<AcceptOp>(loop, fd, loop.has_multishot_accept());
+  }
+}
 
 TcpListener::~TcpListener() {
   Close();
-  if (accept_op_->in_flight()) {
+  if (accept_op_ != nullptr && accept_op_->in_flight()) {
     accept_op_->orphaned = true;
     loop_.AdoptOrphan(std::move(accept_op_));
   }
@@ -125,6 +139,13 @@ TcpListener::~TcpListener() {
 
 void TcpListener::Close() {
   if (fd_ < 0) return;
+  if (watch_ != nullptr) {
+    // A pending Accept() wakes with ECANCELED and finds the listener closed.
+    watch_->Unregister();
+    ::close(fd_);
+    fd_ = -1;
+    return;
+  }
   accept_op_->closed = true;
   loop_.CancelOp(accept_op_.get());
   for (int fd : accept_op_->ready_fds) ::close(fd);
@@ -135,10 +156,19 @@ void TcpListener::Close() {
 }
 
 Task<StatusOr<std::unique_ptr<TcpSocket>>> TcpListener::Accept() {
+  return watch_ != nullptr ? AcceptEpoll() : AcceptUring();
+}
+
+Task<StatusOr<std::unique_ptr<TcpSocket>>> TcpListener::AcceptUring() {
   AcceptOp& op = *accept_op_;
   while (true) {
     if (op.closed) co_return CancelledError("listener on " + local_.ToString() + " closed");
     if (!op.ready_fds.empty()) {
+      if (++op.taken_without_waiting > kAcceptsPerTurn) {
+        op.taken_without_waiting = 0;
+        co_await loop_.Yield();
+        continue;
+      }
       int fd = op.ready_fds.front();
       op.ready_fds.pop_front();
       co_return std::make_unique<TcpSocket>(loop_, fd);
@@ -149,6 +179,7 @@ Task<StatusOr<std::unique_ptr<TcpSocket>>> TcpListener::Accept() {
       co_return e;
     }
     op.Arm();
+    op.taken_without_waiting = 0;
     AcceptWait wait(AcceptOpRef{&op}, loop_);
     co_await wait;
     if (wait.cancelled) co_return CancelledError("accept cancelled");

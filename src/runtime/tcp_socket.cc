@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "runtime/epoll_poller.h"
 #include "runtime/io_awaiter.h"
 
 namespace uxds {
@@ -24,17 +25,35 @@ void SetNoDelay(int fd) {
 
 }  // namespace
 
-TcpSocket::TcpSocket(Loop& loop, int fd) : loop_(loop), fd_(fd) { SetNoDelay(fd_); }
+TcpSocket::TcpSocket(Loop& loop, int fd) : loop_(loop), fd_(fd) {
+  SetNoDelay(fd_);
+  if (loop.epoll() != nullptr) watch_ = std::make_unique<detail::FdWatch>(*loop.epoll(), fd_);
+}
 
 TcpSocket::~TcpSocket() {
   // The owner must have waited for pending reads and writes to complete.
   assert(pending_read_ == nullptr && pending_write_ == nullptr);
+  watch_.reset();  // out of the epoll set before the descriptor goes
   if (fd_ >= 0) ::close(fd_);
 }
 
 Task<StatusOr<std::unique_ptr<TcpSocket>>> TcpSocket::Connect(Loop& loop,
                                                               const SocketAddress& address,
                                                               std::chrono::milliseconds timeout) {
+  if (loop.epoll() != nullptr) return ConnectEpoll(loop, address, timeout);
+  return ConnectUring(loop, address, timeout);
+}
+
+Task<StatusOr<size_t>> TcpSocket::Read(std::span<uint8_t> buf) {
+  return watch_ != nullptr ? ReadEpoll(buf) : ReadUring(buf);
+}
+
+Task<Status> TcpSocket::Write(std::span<const uint8_t> data) {
+  return watch_ != nullptr ? WriteEpoll(data) : WriteUring(data);
+}
+
+Task<StatusOr<std::unique_ptr<TcpSocket>>> TcpSocket::ConnectUring(
+    Loop& loop, const SocketAddress& address, std::chrono::milliseconds timeout) {
   std::string what = "connect to " + address.ToString();
   // Blocking mode on purpose: io_uring polls sockets itself, and an
   // O_NONBLOCK socket would make some requests fail with EAGAIN instead.
@@ -61,7 +80,7 @@ Task<StatusOr<std::unique_ptr<TcpSocket>>> TcpSocket::Connect(Loop& loop,
   co_return std::make_unique<TcpSocket>(loop, fd);
 }
 
-Task<StatusOr<size_t>> TcpSocket::Read(std::span<uint8_t> buf) {
+Task<StatusOr<size_t>> TcpSocket::ReadUring(std::span<uint8_t> buf) {
   if (fd_ < 0) co_return CancelledError("read from closed socket");
   auto awaiter = detail::SubmitIo(
       loop_, [&](io_uring_sqe* sqe) { io_uring_prep_recv(sqe, fd_, buf.data(), buf.size(), 0); });
@@ -73,7 +92,7 @@ Task<StatusOr<size_t>> TcpSocket::Read(std::span<uint8_t> buf) {
   co_return static_cast<size_t>(res);
 }
 
-Task<Status> TcpSocket::Write(std::span<const uint8_t> data) {
+Task<Status> TcpSocket::WriteUring(std::span<const uint8_t> data) {
   while (!data.empty()) {
     if (fd_ < 0) co_return CancelledError("write to closed socket");
     auto awaiter = detail::SubmitIo(loop_, [&](io_uring_sqe* sqe) {
@@ -101,6 +120,8 @@ void TcpSocket::Close() {
   if (fd_ < 0) return;
   loop_.CancelOp(pending_read_);
   loop_.CancelOp(pending_write_);
+  // Pending epoll waits resume with ECANCELED and see fd_ < 0.
+  if (watch_ != nullptr) watch_->Unregister();
   ::close(fd_);
   fd_ = -1;
 }

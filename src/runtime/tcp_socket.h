@@ -1,4 +1,5 @@
-// TcpSocket: a connected TCP socket whose reads and writes go through io_uring.
+// TcpSocket: a connected TCP socket whose reads and writes go through the
+// loop's backend: io_uring requests, or non-blocking syscalls and epoll.
 #pragma once
 
 #include <chrono>
@@ -9,6 +10,9 @@
 #include "uxds/loop.h"
 
 namespace uxds {
+namespace detail {
+class FdWatch;
+}  // namespace detail
 
 class TcpSocket final : public ByteStream {
  public:
@@ -34,16 +38,31 @@ class TcpSocket final : public ByteStream {
   SocketAddress peer_address() const;
 
  private:
+  // The two backends' forms of each operation (tcp_socket_epoll.cc holds
+  // the epoll ones).
+  Task<StatusOr<size_t>> ReadUring(std::span<uint8_t> buf);
+  Task<StatusOr<size_t>> ReadEpoll(std::span<uint8_t> buf);
+  Task<Status> WriteUring(std::span<const uint8_t> data);
+  Task<Status> WriteEpoll(std::span<const uint8_t> data);
+  static Task<StatusOr<std::unique_ptr<TcpSocket>>> ConnectUring(Loop& loop,
+                                                                 const SocketAddress& address,
+                                                                 std::chrono::milliseconds timeout);
+  static Task<StatusOr<std::unique_ptr<TcpSocket>>> ConnectEpoll(Loop& loop,
+                                                                 const SocketAddress& address,
+                                                                 std::chrono::milliseconds timeout);
+
   Loop& loop_;
   int fd_;
   detail::IoOp* pending_read_ = nullptr;
   detail::IoOp* pending_write_ = nullptr;
-  mutable std::string peer_name_;  // cached: the peer is fixed once connected
+  std::unique_ptr<detail::FdWatch> watch_;  // epoll backend only
+  mutable std::string peer_name_;           // cached: the peer is fixed once connected
 };
 
-// A listening TCP socket. Accept() uses multishot IORING_OP_ACCEPT where the
-// kernel has it (one submission serves many connections), single-shot
-// otherwise.
+// A listening TCP socket. On io_uring, Accept() uses multishot
+// IORING_OP_ACCEPT where the kernel has it (one submission serves many
+// connections), single-shot otherwise; on epoll, accept4 on a non-blocking
+// socket, waiting for readiness only when the backlog is empty.
 class TcpListener {
  public:
   // Binds and listens (SO_REUSEADDR; port 0 picks a free port).
@@ -70,10 +89,13 @@ class TcpListener {
 
  private:
   TcpListener(Loop& loop, int fd, SocketAddress local);
+  Task<StatusOr<std::unique_ptr<TcpSocket>>> AcceptUring();
+  Task<StatusOr<std::unique_ptr<TcpSocket>>> AcceptEpoll();
   Loop& loop_;
   int fd_;
   SocketAddress local_;
-  std::unique_ptr<AcceptOp> accept_op_;
+  std::unique_ptr<AcceptOp> accept_op_;     // io_uring backend only
+  std::unique_ptr<detail::FdWatch> watch_;  // epoll backend only
 };
 
 }  // namespace uxds
