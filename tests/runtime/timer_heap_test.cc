@@ -100,6 +100,7 @@ Task<void> Nop(Loop& loop, int& done) {
 // retried forever; every request completes once either way.
 TEST(TimerHeapTest, FarMoreRequestsThanTheRingHoldsAllComplete) {
   auto loop = MakeLoop(/*queue_entries=*/4);
+  if (loop->backend() != RuntimeBackend::kIoUring) GTEST_SKIP() << "io_uring requests only";
   int done = 0;
   loop->BlockOn([&]() -> Task<void> {
     TaskGroup group(*loop);

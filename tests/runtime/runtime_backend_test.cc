@@ -1,0 +1,275 @@
+// Both runtime backends, each forced through LoopOptions whatever
+// UXDS_RUNTIME says: the same TCP semantics over real loopback sockets
+// (cancellation, short writes, peer resets, accept fairness, descriptor
+// reuse), and how a backend is chosen and reported.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "runtime/tcp_socket.h"
+#include "uxds/log.h"
+#include "uxds/runtime.h"
+
+namespace uxds {
+namespace {
+
+using namespace std::chrono_literals;
+
+class BackendTest : public ::testing::TestWithParam<RuntimeBackend> {
+ protected:
+  void SetUp() override {
+    LoopOptions options;
+    options.backend = GetParam();
+    auto loop = Loop::Create(options);
+    if (!loop.ok() && GetParam() == RuntimeBackend::kIoUring) {
+      GTEST_SKIP() << "io_uring unavailable here: " << loop.status().ToString();
+    }
+    ASSERT_TRUE(loop.ok()) << loop.status().ToString();
+    loop_ = std::move(*loop);
+    ASSERT_EQ(loop_->backend(), GetParam());
+  }
+  std::unique_ptr<Loop> loop_;
+};
+
+struct Pair {
+  std::unique_ptr<TcpListener> listener;
+  std::unique_ptr<TcpSocket> client;
+  std::unique_ptr<TcpSocket> server;
+};
+
+Task<Pair> Connected(Loop& loop) {
+  Pair p;
+  auto listener = TcpListener::Bind(loop, SocketAddress::Loopback4(0));
+  EXPECT_TRUE(listener.ok());
+  if (!listener.ok()) co_return p;
+  p.listener = std::move(*listener);
+  auto client = co_await TcpSocket::Connect(loop, p.listener->local_address(), 5s);
+  auto server = co_await p.listener->Accept();
+  EXPECT_TRUE(client.ok() && server.ok());
+  if (client.ok()) p.client = std::move(*client);
+  if (server.ok()) p.server = std::move(*server);
+  co_return p;
+}
+
+// 16 MiB in one Write() against a reader taking 64 KiB at a time: the kernel
+// takes it in many short writes, and every byte arrives in order.
+TEST_P(BackendTest, AWriteLargerThanTheSocketBuffersArrivesWhole) {
+  loop_->BlockOn([](Loop& l) -> Task<void> {
+    Pair p = co_await Connected(l);
+    if (!p.server) co_return;
+    std::vector<uint8_t> data(16 << 20);
+    for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 7 + (i >> 12));
+    Status written;
+    TaskGroup writer(l);
+    writer.Spawn([](TcpSocket& s, std::span<const uint8_t> d, Status& out) -> Task<void> {
+      out = co_await s.Write(d);
+      (void)co_await s.ShutdownWrite();
+    }(*p.client, data, written));
+    std::vector<uint8_t> got;
+    std::vector<uint8_t> buf(64 << 10);
+    while (true) {
+      auto n = co_await p.server->Read(buf);
+      EXPECT_TRUE(n.ok()) << n.status().ToString();
+      if (!n.ok() || *n == 0) break;
+      got.insert(got.end(), buf.begin(), buf.begin() + static_cast<ptrdiff_t>(*n));
+    }
+    co_await writer.Join();
+    EXPECT_TRUE(written.ok()) << written.ToString();
+    EXPECT_TRUE(got == data) << got.size() << " bytes of " << data.size();
+  }(*loop_));
+}
+
+// A read (the peer sends nothing) and a write (blocked: the peer reads
+// nothing) pending on one socket when their group is cancelled both end with
+// CANCELLED; the connection stays usable.
+TEST_P(BackendTest, CancellingATaskEndsItsPendingReadAndBlockedWrite) {
+  loop_->BlockOn([](Loop& l) -> Task<void> {
+    Pair p = co_await Connected(l);
+    if (!p.server) co_return;
+    StatusOr<size_t> read_result = size_t{0};
+    Status write_result;
+    std::vector<uint8_t> big(64 << 20, 'x');
+    TaskGroup group(l);
+    group.Spawn([](TcpSocket& s, StatusOr<size_t>& out) -> Task<void> {
+      std::vector<uint8_t> buf(16);
+      out = co_await s.Read(buf);
+    }(*p.client, read_result));
+    group.Spawn([](TcpSocket& s, std::span<const uint8_t> d, Status& out) -> Task<void> {
+      out = co_await s.Write(d);
+    }(*p.client, big, write_result));
+    (void)co_await SleepFor(l, 20ms);
+    co_await group.CancelAndJoin();
+    EXPECT_EQ(read_result.status().code(), StatusCode::kCancelled)
+        << read_result.status().ToString();
+    EXPECT_EQ(write_result.code(), StatusCode::kCancelled) << write_result.ToString();
+    // The client's buffers are full of 'x'; the server still reads them.
+    std::vector<uint8_t> buf(16);
+    auto n = co_await p.server->Read(buf);
+    EXPECT_TRUE(n.ok() && *n > 0 && buf[0] == 'x');
+  }(*loop_));
+}
+
+// A peer that resets the connection (SO_LINGER 0) makes the pending read
+// fail with UNAVAILABLE naming the peer, and a later write fail too.
+TEST_P(BackendTest, APeerResetFailsReadsAndWrites) {
+  loop_->BlockOn([](Loop& l) -> Task<void> {
+    Pair p = co_await Connected(l);
+    if (!p.server) co_return;
+    StatusOr<size_t> read_result = size_t{0};
+    TaskGroup reader(l);
+    reader.Spawn([](TcpSocket& s, StatusOr<size_t>& out) -> Task<void> {
+      std::vector<uint8_t> buf(16);
+      out = co_await s.Read(buf);
+    }(*p.client, read_result));
+    (void)co_await SleepFor(l, 5ms);
+    linger reset{1, 0};
+    setsockopt(p.server->fd(), SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+    p.server->Close();
+    co_await reader.Join();
+    EXPECT_EQ(read_result.status().code(), StatusCode::kUnavailable)
+        << read_result.status().ToString();
+    std::vector<uint8_t> data(1024, 'y');
+    Status w = co_await p.client->Write(data);
+    EXPECT_FALSE(w.ok());
+  }(*loop_));
+}
+
+// 200 connections wait in the backlog and one task accepts them all in a
+// tight loop: another task still gets turns in between.
+TEST_P(BackendTest, ADeepAcceptBacklogDoesNotStarveOtherTasks) {
+  constexpr int kConnections = 200;
+  auto listener = TcpListener::Bind(*loop_, SocketAddress::Loopback4(0));
+  ASSERT_TRUE(listener.ok());
+  std::vector<int> clients;
+  for (int i = 0; i < kConnections; ++i) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const SocketAddress& a = (*listener)->local_address();
+    ASSERT_EQ(connect(fd, a.sockaddr_ptr(), a.size()), 0);
+    clients.push_back(fd);
+  }
+  int ticks_when_done = -1;
+  loop_->BlockOn([](Loop& l, TcpListener& lis, int& ticks_when_done) -> Task<void> {
+    int ticks = 0;
+    bool done = false;
+    TaskGroup group(l);
+    group.Spawn([](Loop& l, int& ticks, bool& done) -> Task<void> {
+      while (!done) {
+        ++ticks;
+        co_await l.Yield();
+      }
+    }(l, ticks, done));
+    std::vector<std::unique_ptr<TcpSocket>> accepted;
+    while (accepted.size() < kConnections) {
+      auto s = co_await lis.Accept();
+      EXPECT_TRUE(s.ok()) << s.status().ToString();
+      if (!s.ok()) break;
+      accepted.push_back(std::move(*s));
+    }
+    ticks_when_done = ticks;
+    done = true;
+    co_await group.Join();
+  }(*loop_, **listener, ticks_when_done));
+  for (int fd : clients) close(fd);
+  // At most 32 connections per turn: at least 200 / 32 turns for the other task.
+  EXPECT_GE(ticks_when_done, 5);
+}
+
+// A socket closed with a read pending, and a new socket that takes the same
+// descriptor number: data for the new one reaches it, and only it.
+TEST_P(BackendTest, AReusedDescriptorNumberNeverReachesTheClosedSocket) {
+  loop_->BlockOn([](Loop& l) -> Task<void> {
+    Pair first = co_await Connected(l);
+    if (!first.server) co_return;
+    const int old_fd = first.server->fd();
+    StatusOr<size_t> old_read = size_t{0};
+    TaskGroup group(l);
+    group.Spawn([](TcpSocket& s, StatusOr<size_t>& out) -> Task<void> {
+      std::vector<uint8_t> buf(16);
+      out = co_await s.Read(buf);
+    }(*first.server, old_read));
+    (void)co_await SleepFor(l, 1ms);
+    first.server->Close();
+    co_await group.Join();
+    EXPECT_EQ(old_read.status().code(), StatusCode::kCancelled);
+    first.server.reset();
+    auto client = co_await TcpSocket::Connect(l, first.listener->local_address(), 5s);
+    auto server = co_await first.listener->Accept();
+    EXPECT_TRUE(client.ok() && server.ok());
+    if (!client.ok() || !server.ok()) co_return;
+    EXPECT_EQ((*client)->fd(), old_fd);  // the kernel hands out the lowest free number
+    std::vector<uint8_t> hello = {'h', 'i'};
+    EXPECT_TRUE((co_await (*server)->Write(hello)).ok());
+    std::vector<uint8_t> buf(16);
+    auto n = co_await (*client)->Read(buf);
+    EXPECT_TRUE(n.ok() && *n == 2);
+  }(*loop_));
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, BackendTest,
+                         ::testing::Values(RuntimeBackend::kIoUring, RuntimeBackend::kEpoll),
+                         [](const auto& info) {
+                           return std::string(RuntimeBackendName(info.param));
+                         });
+
+// Captures log lines for the life of the object.
+class CapturedLog {
+ public:
+  CapturedLog() {
+    SetLogSink([this](LogSeverity, std::string_view message) {
+      std::lock_guard<std::mutex> lock(mu_);
+      lines_.emplace_back(message);
+    });
+  }
+  ~CapturedLog() { SetLogSink({}); }
+  std::vector<std::string> lines() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return lines_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::string> lines_;
+};
+
+TEST(RuntimeBackendChoiceTest, AForcedBackendIsLoggedOnceWithItsReason) {
+  CapturedLog log;
+  LoopOptions options;
+  options.backend = RuntimeBackend::kEpoll;
+  auto loop = Loop::Create(options);
+  ASSERT_TRUE(loop.ok()) << loop.status().ToString();
+  EXPECT_EQ((*loop)->backend(), RuntimeBackend::kEpoll);
+  EXPECT_EQ(log.lines(),
+            std::vector<std::string>{"uxds: runtime: epoll (forced by LoopOptions::backend)"});
+}
+
+TEST(RuntimeBackendChoiceTest, UxdsRuntimeForcesABackendAndRejectsOtherValues) {
+  const char* saved = std::getenv("UXDS_RUNTIME");
+  const std::string previous = saved != nullptr ? saved : "";
+  {
+    setenv("UXDS_RUNTIME", "epoll", 1);
+    CapturedLog log;
+    auto loop = Loop::Create();
+    ASSERT_TRUE(loop.ok()) << loop.status().ToString();
+    EXPECT_EQ((*loop)->backend(), RuntimeBackend::kEpoll);
+    EXPECT_EQ(log.lines(),
+              std::vector<std::string>{"uxds: runtime: epoll (forced by UXDS_RUNTIME=epoll)"});
+  }
+  setenv("UXDS_RUNTIME", "kqueue", 1);
+  auto bad = Loop::Create();
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message(),
+            "UXDS_RUNTIME: \"kqueue\" is neither \"io_uring\" nor \"epoll\"");
+  if (saved != nullptr) {
+    setenv("UXDS_RUNTIME", previous.c_str(), 1);
+  } else {
+    unsetenv("UXDS_RUNTIME");
+  }
+}
+
+}  // namespace
+}  // namespace uxds
