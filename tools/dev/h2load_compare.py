@@ -1,12 +1,15 @@
-"""The same h2load gRPC load against the uxds server and the gRPC C++ 1.51
-server, alternating rounds in one run; prints medians and the ratio.
+"""The same h2load gRPC load against the uxds server (once per runtime
+backend) and the gRPC C++ 1.51 server, alternating rounds in one run; prints
+medians and the ratios.
 
     h2load_compare.py --uxds build/tools/uxds/uxds \
-        --grpc build/tests/peers/grpc_cpp_test_server [--rounds 3] [--seconds 5]
+        --grpc build/tests/peers/grpc_cpp_test_server [--rounds 3] [--seconds 5] \
+        [--backends io_uring,epoll]
 
 Each server runs as its own process on 127.0.0.1 and answers
-grpc.testing.TestService/UnaryCall. Rounds alternate (uxds, gRPC, uxds, ...)
-so that drift in the machine's load affects both alike.
+grpc.testing.TestService/UnaryCall; a uxds server's backend is forced with
+UXDS_RUNTIME. Rounds alternate (uxds io_uring, uxds epoll, gRPC, ...) so that
+drift in the machine's load affects all alike.
 """
 import argparse
 import json
@@ -19,8 +22,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tests", 
 from h2load_grpc import run_h2load_grpc  # noqa: E402
 
 
-def start(argv):
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+def start(argv, env=None):
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=env)
     for line in proc.stdout:
         if line.startswith("PORT "):
             return proc, int(line.split()[1])
@@ -36,12 +39,15 @@ def main():
     parser.add_argument("--connections", type=int, default=1)
     parser.add_argument("--streams", type=int, default=10)
     parser.add_argument("--response-size", type=int, default=64)
+    parser.add_argument("--backends", default="io_uring,epoll",
+                        help="uxds runtime backends to run, comma-separated")
     args = parser.parse_args()
 
-    servers = {
-        "uxds": start([args.uxds, "test-server"]),
-        "grpc-c++-1.51": start([args.grpc]),
-    }
+    servers = {}
+    for backend in args.backends.split(","):
+        env = dict(os.environ, UXDS_RUNTIME=backend)
+        servers[f"uxds-{backend}"] = start([args.uxds, "test-server"], env=env)
+    servers["grpc-c++-1.51"] = start([args.grpc])
     rates = {name: [] for name in servers}
     errors = {name: 0 for name in servers}
     try:
@@ -69,9 +75,15 @@ def main():
     for name in servers:
         runs = ", ".join(f"{v:,.0f}" for v in rates[name])
         print(f"  {name:15s} median {medians[name]:>10,.0f} req/s   runs: {runs}   errors: {errors[name]}")
-    ratio = medians["uxds"] / medians["grpc-c++-1.51"]
-    print(f"  ratio uxds / grpc-c++-1.51: {ratio:.2f}")
-    print(json.dumps({"medians_rps": medians, "ratio": ratio, "runs": rates, "errors": errors}))
+    ratios = {}
+    uxds_names = [name for name in servers if name.startswith("uxds-")]
+    for name in uxds_names:
+        ratios[f"{name} / grpc-c++-1.51"] = medians[name] / medians["grpc-c++-1.51"]
+    if "uxds-io_uring" in medians and "uxds-epoll" in medians:
+        ratios["uxds-epoll / uxds-io_uring"] = medians["uxds-epoll"] / medians["uxds-io_uring"]
+    for label, ratio in ratios.items():
+        print(f"  ratio {label}: {ratio:.2f}")
+    print(json.dumps({"medians_rps": medians, "ratios": ratios, "runs": rates, "errors": errors}))
     return 0 if sum(errors.values()) == 0 else 1
 
 
