@@ -73,12 +73,13 @@ void EpollPoller::Wait(int64_t timeout_ns) {
   }
 }
 
-FdWatch::FdWatch(EpollPoller& poller, int fd) : poller_(poller), fd_(fd) {
+FdWatch::FdWatch(EpollPoller& poller, int fd)
+    : loop_(poller.loop()), epoll_fd_(poller.epoll_fd()), fd_(fd) {
   epoll_event ev{};
   // Readable, writable, peer shutdown; errors and hang-ups are always on.
   ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
   ev.data.ptr = this;
-  if (epoll_ctl(poller_.epoll_fd(), EPOLL_CTL_ADD, fd_, &ev) != 0) {
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd_, &ev) != 0) {
     registration_error_ = errno;
   } else {
     registered_ = true;
@@ -92,7 +93,9 @@ FdWatch::~FdWatch() {
 
 void FdWatch::Unregister() {
   if (registered_) {
-    epoll_ctl(poller_.epoll_fd(), EPOLL_CTL_DEL, fd_, nullptr);
+    // Explicitly: closing the descriptor would not remove it while a forked
+    // child still holds a copy, and its events would name a freed FdWatch.
+    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd_, nullptr);
     registered_ = false;
   }
   if (registration_error_ == 0) registration_error_ = ECANCELED;
@@ -128,13 +131,13 @@ bool FdWatch::Waiter::Suspend(std::coroutine_handle<> h, CancelState* cancel) {
 void FdWatch::Waiter::Resume(int result) {
   result_ = result;
   Unregister();
-  watch_.poller_.loop().Schedule(handle_);
+  watch_.loop_.Schedule(handle_);
 }
 
 void FdWatch::Waiter::OnCancel() {
   watch_.Slot(direction_) = nullptr;
   result_ = -ECANCELED;
-  watch_.poller_.loop().Schedule(handle_);
+  watch_.loop_.Schedule(handle_);
 }
 
 }  // namespace uxds::detail

@@ -111,7 +111,10 @@ class FdWatch {
   Waiter* Slot(Direction direction) const {
     return direction == Direction::kRead ? reader_ : writer_;
   }
-  EpollPoller& poller_;
+  // The loop and the epoll descriptor, not the poller: a socket that
+  // outlives its loop must not touch freed memory when it goes.
+  Loop& loop_;
+  int epoll_fd_;
   int fd_;
   int registration_error_ = 0;
   bool registered_ = false;

@@ -50,6 +50,10 @@ void Log(LogSeverity severity, std::string_view message) {
     (*sink)(severity, message);
     return;
   }
+  // The default sink keeps stderr for what needs attention: INFO lines
+  // (e.g. which runtime backend each Loop runs on) reach only a sink the
+  // application sets.
+  if (severity == LogSeverity::kInfo) return;
   const std::string_view name = LogSeverityName(severity);
   std::fprintf(stderr, "uxds %.*s: %.*s\n", static_cast<int>(name.size()), name.data(),
                static_cast<int>(message.size()), message.data());

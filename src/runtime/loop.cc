@@ -90,7 +90,9 @@ StatusOr<std::unique_ptr<Loop>> Loop::Create(const LoopOptions& options) {
     Status s = loop->InitEpoll();
     if (!s.ok()) return s;
   }
-  Log(LogSeverity::kInfo,
+  // A fallback is a warning: the application runs, on the slower backend.
+  const bool fell_back = loop->ring_ == nullptr && !forced->has_value();
+  Log(fell_back ? LogSeverity::kWarning : LogSeverity::kInfo,
       std::string("uxds: runtime: ") + RuntimeBackendName(loop->backend()) + " (" + why + ")");
   loop->thread_id_ = std::this_thread::get_id();
   loop->timers_ = std::make_unique<detail::TimerHeap>();

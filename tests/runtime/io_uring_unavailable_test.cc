@@ -109,7 +109,7 @@ TEST(IoUringUnavailableTest, CreateFallsBackToEpollAndLogsWhy) {
     return backend + "|" + echoed + "|" + logged;
   });
   EXPECT_EQ(got,
-            "epoll|ping|INFO uxds: runtime: epoll (fallback, io_uring_setup: Operation not "
+            "epoll|ping|WARNING uxds: runtime: epoll (fallback, io_uring_setup: Operation not "
             "permitted (EPERM): io_uring is not available here (a kernel without it, a seccomp "
             "profile that blocks the io_uring_setup syscall, or kernel.io_uring_disabled))\n");
 }

@@ -56,6 +56,12 @@ Task<Pair> Connected(Loop& loop) {
   co_return p;
 }
 
+// One read of up to 16 bytes, its result in `out`.
+Task<void> ReadInto(TcpSocket& socket, StatusOr<size_t>& out) {
+  std::vector<uint8_t> buf(16);
+  out = co_await socket.Read(buf);
+}
+
 // 16 MiB in one Write() against a reader taking 64 KiB at a time: the kernel
 // takes it in many short writes, and every byte arrives in order.
 TEST_P(BackendTest, AWriteLargerThanTheSocketBuffersArrivesWhole) {
@@ -95,10 +101,7 @@ TEST_P(BackendTest, CancellingATaskEndsItsPendingReadAndBlockedWrite) {
     Status write_result;
     std::vector<uint8_t> big(64 << 20, 'x');
     TaskGroup group(l);
-    group.Spawn([](TcpSocket& s, StatusOr<size_t>& out) -> Task<void> {
-      std::vector<uint8_t> buf(16);
-      out = co_await s.Read(buf);
-    }(*p.client, read_result));
+    group.Spawn(ReadInto(*p.client, read_result));
     group.Spawn([](TcpSocket& s, std::span<const uint8_t> d, Status& out) -> Task<void> {
       out = co_await s.Write(d);
     }(*p.client, big, write_result));
@@ -122,10 +125,7 @@ TEST_P(BackendTest, APeerResetFailsReadsAndWrites) {
     if (!p.server) co_return;
     StatusOr<size_t> read_result = size_t{0};
     TaskGroup reader(l);
-    reader.Spawn([](TcpSocket& s, StatusOr<size_t>& out) -> Task<void> {
-      std::vector<uint8_t> buf(16);
-      out = co_await s.Read(buf);
-    }(*p.client, read_result));
+    reader.Spawn(ReadInto(*p.client, read_result));
     (void)co_await SleepFor(l, 5ms);
     linger reset{1, 0};
     setsockopt(p.server->fd(), SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
@@ -188,10 +188,7 @@ TEST_P(BackendTest, AReusedDescriptorNumberNeverReachesTheClosedSocket) {
     const int old_fd = first.server->fd();
     StatusOr<size_t> old_read = size_t{0};
     TaskGroup group(l);
-    group.Spawn([](TcpSocket& s, StatusOr<size_t>& out) -> Task<void> {
-      std::vector<uint8_t> buf(16);
-      out = co_await s.Read(buf);
-    }(*first.server, old_read));
+    group.Spawn(ReadInto(*first.server, old_read));
     (void)co_await SleepFor(l, 1ms);
     first.server->Close();
     co_await group.Join();
