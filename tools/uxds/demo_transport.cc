@@ -134,14 +134,16 @@ int RunDemo(const std::vector<std::string>& args) {
     return kExitUsage;
   }
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  std::printf("uxds demo: gRPC over HTTP/2 on io_uring, on loopback\n\n");
-
   // Our server runs on its own loop thread, as a server would.
   auto server_thread = LoopThread::Start();
   if (!server_thread.ok()) {
     std::fprintf(stderr, "uxds demo: %s\n", server_thread.status().ToString().c_str());
     return kExitRuntimeError;
   }
+  // The runtime backend: io_uring, or epoll where io_uring is unavailable
+  // or UXDS_RUNTIME=epoll forces it.
+  std::printf("uxds demo: gRPC over HTTP/2 on %s, on loopback\n\n",
+              RuntimeBackendName((*server_thread)->loop().backend()));
   auto registry = std::make_shared<http2::ServiceRegistry>();
   test_service::RegisterTestService(*registry, "uxds-demo-server");
   std::unique_ptr<http2::Server> server;
