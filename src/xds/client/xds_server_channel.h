@@ -62,6 +62,8 @@ class XdsServerChannel {
   // Per resource type, across streams.
   // Resources decoded between two yields to the loop (about 1 ms of work).
   static constexpr size_t kResourcesPerSlice = 256;
+  // Names looked up between two yields when starting resource timers.
+  static constexpr size_t kNamesPerSlice = 2048;
   struct TypeState {
     const XdsResourceType* type = nullptr;
     std::set<std::string> names;  // subscribed
