@@ -128,6 +128,16 @@ class AdsServer {
   std::atomic<Clock::time_point> written_at_{};
 };
 
+// One xDS server: `server`.
+Bootstrap BenchBootstrap(const AdsServer& server) {
+  Bootstrap bootstrap;
+  XdsServerConfig xds_server;
+  xds_server.server_uri = server.target();
+  bootstrap.xds_servers.push_back(xds_server);
+  bootstrap.node.id = "scale-bench";
+  return bootstrap;
+}
+
 class CountingWatcher final : public XdsResourceWatcher<ClusterResource> {
  public:
   // With `client`, each callback also looks its entry up for the version,
@@ -194,11 +204,7 @@ void BM_OneCdsResponse(benchmark::State& state) {
   double total_cpu_seconds = 0;
   for (auto _ : state) {
     auto loop = std::move(*LoopThread::Start());
-    Bootstrap bootstrap;
-    XdsServerConfig xds_server;
-    xds_server.server_uri = server.target();
-    bootstrap.xds_servers.push_back(xds_server);
-    bootstrap.node.id = "scale-bench";
+    const Bootstrap bootstrap = BenchBootstrap(server);
     XdsClientOptions options;
     options.max_ads_response_size = 256 << 20;
     std::unique_ptr<XdsClient> client;
@@ -265,11 +271,7 @@ void BM_ResentCdsResponse(benchmark::State& state) {
   for (auto _ : state) {
     AdsServer server(CdsResponse(n, /*invalid=*/10), kResends);
     auto loop = std::move(*LoopThread::Start());
-    Bootstrap bootstrap;
-    XdsServerConfig xds_server;
-    xds_server.server_uri = server.target();
-    bootstrap.xds_servers.push_back(xds_server);
-    bootstrap.node.id = "scale-bench";
+    const Bootstrap bootstrap = BenchBootstrap(server);
     std::unique_ptr<XdsClient> client;
     std::atomic<int> count{0};
     std::promise<Clock::time_point> done;

@@ -44,6 +44,14 @@ bool ReadAny(std::string_view serialized, AnyView& any) {
   return !reader.failed() && FindInvalidUtf8(any.type_url) == std::string_view::npos;
 }
 
+// "resource index <i>: <name>: " (NOTES "ACK / NACK"), built only for an
+// error: most resources have none.
+std::string ErrorPrefix(size_t index, std::string_view name) {
+  std::string prefix = "resource index " + std::to_string(index) + ": ";
+  if (!name.empty()) prefix.append(name).append(": ");
+  return prefix;
+}
+
 }  // namespace
 
 std::string SerializeAdsRequest(const AdsRequest& request) {
@@ -120,7 +128,6 @@ bool AdsResponseApplier::ApplyResources(size_t max_count) {
 void AdsResponseApplier::ApplyResource(size_t i, const std::string& version) {
   AdsResponseOutcome& outcome = outcome_;
   const XdsResourceType& type = type_;
-  std::string prefix = "resource index " + std::to_string(i) + ": ";
   AnyView any;
   ReadAny(response_.resources[i], any);  // checked by ParseAdsResponse
   std::string_view resource_type_url = any.type_url;
@@ -129,12 +136,12 @@ void AdsResponseApplier::ApplyResource(size_t i, const std::string& version) {
   discovery::Resource wrapper;
   if (resource_type_url == kResourceWrapperTypeUrl) {
     if (!wrapper.ParseFromArray(any.value.data(), static_cast<int>(any.value.size()))) {
-      outcome.errors.push_back(prefix + "cannot decode Resource wrapper");
+      outcome.errors.push_back(ErrorPrefix(i, name) + "cannot decode Resource wrapper");
       ++outcome.invalid_resources;
       return;
     }
     if (!wrapper.has_resource()) {
-      outcome.errors.push_back(prefix + "no resource in the Resource wrapper");
+      outcome.errors.push_back(ErrorPrefix(i, name) + "no resource in the Resource wrapper");
       ++outcome.invalid_resources;
       return;
     }
@@ -142,16 +149,15 @@ void AdsResponseApplier::ApplyResource(size_t i, const std::string& version) {
     serialized = wrapper.resource().value();
     name = wrapper.name();
   }
-  if (!name.empty()) prefix += name + ": ";
   // NOTES: "A resource's type_url must equal the response's".
   if (resource_type_url != response_.fields.type_url()) {
-    outcome.errors.push_back(prefix + "incorrect resource type \"" +
+    outcome.errors.push_back(ErrorPrefix(i, name) + "incorrect resource type \"" +
                              std::string(resource_type_url) + "\" (should be \"" +
                              response_.fields.type_url() + "\")");
     ++outcome.invalid_resources;
     return;
   }
-  if (ReuseVerdict(name, serialized, prefix, version)) return;
+  if (ReuseVerdict(i, name, serialized, version)) return;
   const bool named_by_wrapper = !name.empty();
   XdsResourceType::DecodeResult decoded = type.Decode(context_, serialized);
   if (decoded.resource.ok() && *decoded.resource == nullptr) {
@@ -162,30 +168,29 @@ void AdsResponseApplier::ApplyResource(size_t i, const std::string& version) {
   if (name.empty()) {
     if (!decoded.name.has_value()) {
       // A46: without a name the error can only go into the NACK.
-      outcome.errors.push_back(prefix + decoded.resource.status().message());
+      outcome.errors.push_back(ErrorPrefix(i, name) + decoded.resource.status().message());
       ++outcome.invalid_resources;
       return;
     }
     name = *decoded.name;
-    prefix += name + ": ";
   }
   StatusOr<XdsResourceName> parsed = ParseXdsResourceName(name, type);
   // A name twice in one response: the second copy is an error of its own
   // (gRPC's "duplicate resource name") and the first copy's verdict stands.
   if (!names_in_response_.insert(parsed.ok() ? parsed->key : name).second) {
-    outcome.errors.push_back(prefix + "duplicate resource name");
+    outcome.errors.push_back(ErrorPrefix(i, name) + "duplicate resource name");
     ++outcome.invalid_resources;
     return;
   }
   if (!decoded.resource.ok()) {
-    outcome.errors.push_back(prefix + decoded.resource.status().message());
+    outcome.errors.push_back(ErrorPrefix(i, name) + decoded.resource.status().message());
     ++outcome.invalid_resources;
   } else {
     ++outcome.valid_resources;
   }
   if (!parsed.ok()) {
     if (decoded.resource.ok()) {
-      outcome.errors.push_back(prefix + parsed.status().message());
+      outcome.errors.push_back(ErrorPrefix(i, name) + parsed.status().message());
       --outcome.valid_resources;
       ++outcome.invalid_resources;
     }
@@ -203,8 +208,8 @@ void AdsResponseApplier::ApplyResource(size_t i, const std::string& version) {
   }
 }
 
-bool AdsResponseApplier::ReuseVerdict(std::string_view wrapper_name, std::string_view serialized,
-                                      const std::string& prefix, const std::string& version) {
+bool AdsResponseApplier::ReuseVerdict(size_t index, std::string_view wrapper_name,
+                                      std::string_view serialized, const std::string& version) {
   // Without a wrapper the name is in the bytes. Reading it without decoding
   // is only a guess at which entry to look in: the verdict is reused only if
   // that entry decoded these very bytes, named the same way, and so got
@@ -224,10 +229,9 @@ bool AdsResponseApplier::ReuseVerdict(std::string_view wrapper_name, std::string
                         entry->rejected->named_by_wrapper == named_by_wrapper &&
                         entry->rejected->serialized == serialized;
   if (!accepted && !rejected) return false;
-  const std::string named_prefix = named_by_wrapper ? prefix : prefix + std::string(name) + ": ";
   // As after decoding: a second copy in one response is an error of its own.
   if (!names_in_response_.insert(parsed->key).second) {
-    outcome_.errors.push_back(named_prefix + "duplicate resource name");
+    outcome_.errors.push_back(ErrorPrefix(index, name) + "duplicate resource name");
     ++outcome_.invalid_resources;
     return true;
   }
@@ -236,7 +240,7 @@ bool AdsResponseApplier::ReuseVerdict(std::string_view wrapper_name, std::string
     ++outcome_.valid_resources;
     cache_.OnAcceptedVersionResent(*entry, version, now_);
   } else {
-    outcome_.errors.push_back(named_prefix + entry->rejected->details);
+    outcome_.errors.push_back(ErrorPrefix(index, name) + entry->rejected->details);
     ++outcome_.invalid_resources;
     cache_.OnRejectedVersionResent(*entry, version, now_);
   }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "envoy/config/core/v3/base.pb.h"
@@ -87,8 +88,8 @@ class AdsResponseApplier {
   // version of its name gets that verdict again without being decoded.
   // `wrapper_name`: the name a Resource wrapper gave, if any. True if the
   // verdict was reused.
-  bool ReuseVerdict(std::string_view wrapper_name, std::string_view serialized,
-                    const std::string& prefix, const std::string& version);
+  bool ReuseVerdict(size_t index, std::string_view wrapper_name, std::string_view serialized,
+                    const std::string& version);
   XdsCacheEntry* SubscribedEntry(const XdsResourceName& name);
 
   const AdsResponse& response_;
@@ -101,9 +102,9 @@ class AdsResponseApplier {
   AdsResponseOutcome outcome_;
   // Names this response speaks about (valid, invalid or TP3 error): not
   // deleted.
-  std::set<std::string, std::less<>> seen_;
+  std::unordered_set<std::string> seen_;
   // Every name of `resources`, subscribed or not.
-  std::set<std::string, std::less<>> names_in_response_;
+  std::unordered_set<std::string> names_in_response_;
 };
 
 }  // namespace uxds::xds_internal

@@ -81,6 +81,7 @@ void XdsServerChannel::Subscribe(const XdsResourceType& type, const std::string&
   TypeState& state = types_[std::string(type.type_url())];
   state.type = &type;
   if (!state.names.insert(key).second) return;
+  state.start_timers = true;
   if (was_idle) wake_idle_.Send(true);
   SendRequestFor(std::string(type.type_url()));
 }
@@ -220,6 +221,7 @@ Task<bool> XdsServerChannel::RunStream(CancelState* cancel) {
   for (auto& [type_url, state] : types_) {
     state.nonce.clear();
     state.pending_nack = Status();
+    state.start_timers = true;
     if (!state.names.empty()) stream.pending_types.push_back(type_url);
   }
   TaskGroup tasks(env_.loop, cancel);
@@ -288,6 +290,7 @@ Task<void> XdsServerChannel::WriteRequests(Stream& stream) {
     request.response_nonce = state.nonce;
     request.resource_names.assign(state.names.begin(), state.names.end());
     request.error_detail = std::exchange(state.pending_nack, Status());
+    const bool start_timers = std::exchange(state.start_timers, false);
     // NOTES: "The node goes only in the first request of each stream."
     if (!std::exchange(stream.node_sent, true)) request.node = &env_.node;
     const std::string serialized = SerializeAdsRequest(request);
@@ -305,6 +308,7 @@ Task<void> XdsServerChannel::WriteRequests(Stream& stream) {
     // The verdict is out: the watchers may hear about the response now.
     env_.notifications.Resume(answered);
     if (!sent.ok() || stream.ended) co_return;
+    if (!start_timers) continue;
     size_t looked_up = 0;
     for (const std::string& name : request.resource_names) {
       // 10 000 names are milliseconds of lookups: a slice at a time (each

@@ -72,6 +72,11 @@ class XdsServerChannel {
     std::string version;
     std::string nonce;
     Status pending_nack;  // error_detail of the next request, once
+    // Names were subscribed since the last request was built, or a new
+    // stream started: the next request's names may need their resource
+    // timers started (A57). An ACK naming the same names does not, and so
+    // does not look 10 000 names up again.
+    bool start_timers = false;
     // Responses whose ACK/NACK is not on the wire yet: each holds back
     // watcher notifications until it is (WatcherNotificationQueue::Pause).
     int unanswered_responses = 0;
