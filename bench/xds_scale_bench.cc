@@ -10,7 +10,9 @@
 // wake-up came: a long synchronous stretch on the loop (decoding, callbacks)
 // shows up as one late wake-up.
 #include <benchmark/benchmark.h>
+#include <pthread.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -18,6 +20,7 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "envoy/config/cluster/v3/cluster.pb.h"
 #include "envoy/service/discovery/v3/discovery.pb.h"
@@ -36,7 +39,9 @@ constexpr char kAdsMethod[] =
 
 std::string ClusterName(int i) { return "cluster-" + std::to_string(i); }
 
-std::string CdsResponse(int n) {
+// With `invalid` > 0, every `invalid`-th Cluster fails validation (a
+// negative connect_timeout), so the response is NACKed.
+std::string CdsResponse(int n, int invalid = 0) {
   envoy::service::discovery::v3::DiscoveryResponse response;
   response.set_version_info("1");
   response.set_type_url(kCdsType);
@@ -47,7 +52,7 @@ std::string CdsResponse(int n) {
     cluster.set_type(envoy::config::cluster::v3::Cluster::EDS);
     cluster.mutable_eds_cluster_config()->mutable_eds_config()->mutable_ads();
     cluster.mutable_eds_cluster_config()->set_service_name("service-" + std::to_string(i));
-    cluster.mutable_connect_timeout()->set_seconds(1);
+    cluster.mutable_connect_timeout()->set_seconds(invalid > 0 && i % invalid == 0 ? -1 : 1);
     auto* any = response.add_resources();
     any->set_type_url(kCdsType);
     any->set_value(cluster.SerializeAsString());
@@ -55,10 +60,14 @@ std::string CdsResponse(int n) {
   return response.SerializeAsString();
 }
 
-// The server side: answers the first CDS request with `response`.
+// The server side: answers the first CDS request with `response`, and then
+// each of the client's next `resends` requests (its ACKs or NACKs) with the
+// same response again, at once, as go-control-plane's SotW server answers
+// NACKs.
 class AdsServer {
  public:
-  explicit AdsServer(std::string response) : response_(std::move(response)) {
+  explicit AdsServer(std::string response, int resends = 0)
+      : response_(std::move(response)), resends_(resends) {
     thread_ = std::move(*LoopThread::Start());
     auto registry = std::make_shared<http2::ServiceRegistry>();
     registry->Register(kAdsMethod, [this](http2::ServerCall& call) { return Serve(call); });
@@ -93,18 +102,41 @@ class AdsServer {
     written_at_.store(Clock::now());
     const Status written = co_await call.Write(response_);
     if (!written.ok()) co_return written;
+    int answers = 0;
     while (true) {
       std::optional<std::string> next = co_await call.Read();
       if (!next.has_value()) break;
+      answers_.store(++answers);
+      if (answers <= resends_) {
+        const Status rewritten = co_await call.Write(response_);
+        if (!rewritten.ok()) co_return rewritten;
+      }
     }
     co_return OkStatus();
   }
 
+ public:
+  // The client's requests after its first one: its ACKs and NACKs.
+  int answers() const { return answers_.load(); }
+
+ private:
   const std::string response_;
+  const int resends_;
+  std::atomic<int> answers_{0};
   std::unique_ptr<LoopThread> thread_;
   std::unique_ptr<http2::Server> server_;
   std::atomic<Clock::time_point> written_at_{};
 };
+
+// One xDS server: `server`.
+Bootstrap BenchBootstrap(const AdsServer& server) {
+  Bootstrap bootstrap;
+  XdsServerConfig xds_server;
+  xds_server.server_uri = server.target();
+  bootstrap.xds_servers.push_back(xds_server);
+  bootstrap.node.id = "scale-bench";
+  return bootstrap;
+}
 
 class CountingWatcher final : public XdsResourceWatcher<ClusterResource> {
  public:
@@ -129,16 +161,36 @@ class CountingWatcher final : public XdsResourceWatcher<ClusterResource> {
   const std::string name_;
 };
 
-// Sleeps 1 ms at a time on the loop, recording the worst lateness.
-Task<void> StallProbe(Loop& loop, std::atomic<bool>& stop, std::atomic<int64_t>& worst_us) {
+// CPU time of the calling thread, in microseconds.
+int64_t ThreadCpuMicros() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<int64_t>(now.tv_sec) * 1'000'000 + now.tv_nsec / 1000;
+}
+
+// CPU time of a thread, by its clock (pthread_getcpuclockid), in seconds.
+double CpuSeconds(clockid_t clock) {
+  timespec now{};
+  clock_gettime(clock, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
+
+// Sleeps 1 ms at a time on the loop, recording the worst lateness, and the
+// most CPU time the loop thread spent within one such sleep: on a machine
+// whose other processes keep the thread off the CPU, lateness mostly
+// measures them, while the CPU time is the loop's own longest stretch.
+Task<void> StallProbe(Loop& loop, std::atomic<bool>& stop, std::atomic<int64_t>& worst_us,
+                      std::atomic<int64_t>& worst_cpu_us) {
   while (!stop.load()) {
     const Clock::time_point before = Clock::now();
+    const int64_t cpu_before = ThreadCpuMicros();
     const Status slept = co_await SleepFor(loop, std::chrono::milliseconds(1));
     if (!slept.ok()) co_return;
     const int64_t late = std::chrono::duration_cast<std::chrono::microseconds>(
                              Clock::now() - before - std::chrono::milliseconds(1))
                              .count();
     worst_us.store(std::max(worst_us.load(), late));
+    worst_cpu_us.store(std::max(worst_cpu_us.load(), ThreadCpuMicros() - cpu_before));
   }
 }
 
@@ -147,14 +199,12 @@ void BM_OneCdsResponse(benchmark::State& state) {
   const bool lookups = state.range(1) != 0;
   AdsServer server(CdsResponse(n));
   int64_t worst_stall_us = 0;
+  int64_t worst_stall_cpu_us = 0;
   double total_seconds = 0;
+  double total_cpu_seconds = 0;
   for (auto _ : state) {
     auto loop = std::move(*LoopThread::Start());
-    Bootstrap bootstrap;
-    XdsServerConfig xds_server;
-    xds_server.server_uri = server.target();
-    bootstrap.xds_servers.push_back(xds_server);
-    bootstrap.node.id = "scale-bench";
+    const Bootstrap bootstrap = BenchBootstrap(server);
     XdsClientOptions options;
     options.max_ads_response_size = 256 << 20;
     std::unique_ptr<XdsClient> client;
@@ -163,28 +213,42 @@ void BM_OneCdsResponse(benchmark::State& state) {
     std::vector<std::shared_ptr<CountingWatcher>> watchers;
     std::atomic<bool> stop_probe{false};
     std::atomic<int64_t> worst_us{0};
+    std::atomic<int64_t> worst_cpu_us{0};
+    clockid_t loop_cpu_clock{};
+    const Clock::time_point previous_write = server.written_at();
     loop->RunSync([&] {
+      pthread_getcpuclockid(pthread_self(), &loop_cpu_clock);
       client = std::move(*XdsClient::Create(loop->loop(), bootstrap, options));
       for (int i = 0; i < n; ++i) {
         watchers.push_back(std::make_shared<CountingWatcher>(
             count, n, done, lookups ? client.get() : nullptr, ClusterName(i)));
         client->WatchResource(ClusterResourceType::Get(), ClusterName(i), watchers.back());
       }
-      loop->loop().Spawn(StallProbe(loop->loop(), stop_probe, worst_us));
+      loop->loop().Spawn(StallProbe(loop->loop(), stop_probe, worst_us, worst_cpu_us));
     });
+    // The loop thread's CPU time from about the response's first byte (the
+    // client has sent its request and idles until then) to the last callback.
+    while (server.written_at() == previous_write) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    const double cpu_start = CpuSeconds(loop_cpu_clock);
     const Clock::time_point finished = done.get_future().get();
+    total_cpu_seconds += CpuSeconds(loop_cpu_clock) - cpu_start;
     const double seconds = std::chrono::duration<double>(finished - server.written_at()).count();
     state.SetIterationTime(seconds);
     total_seconds += seconds;
     stop_probe.store(true);
     worst_stall_us = std::max(worst_stall_us, worst_us.load());
+    worst_stall_cpu_us = std::max(worst_stall_cpu_us, worst_cpu_us.load());
     loop->RunSync([&] { XdsClient::ShutdownAndDestroy(std::move(client)); });
     loop.reset();
   }
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   state.counters["us_per_cluster"] = total_seconds / state.iterations() / n * 1e6;
+  state.counters["cpu_us_per_cluster"] = total_cpu_seconds / state.iterations() / n * 1e6;
   state.counters["worst_stall_ms"] = static_cast<double>(worst_stall_us) / 1000.0;
+  state.counters["worst_stall_cpu_ms"] = static_cast<double>(worst_stall_cpu_us) / 1000.0;
   state.counters["peak_rss_MB"] = static_cast<double>(usage.ru_maxrss) / 1024.0;
 }
 // Second argument 1: every callback also looks up its cache entry.
@@ -196,6 +260,49 @@ BENCHMARK(BM_OneCdsResponse)
     ->Args({10000, 1})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+
+// #9: a control plane that answers every NACK at once with the same
+// response. N Clusters, one in ten invalid; the control thread's CPU time
+// per re-sent response, once the first one has been handled.
+void BM_ResentCdsResponse(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  constexpr int kResends = 200;
+  for (auto _ : state) {
+    AdsServer server(CdsResponse(n, /*invalid=*/10), kResends);
+    auto loop = std::move(*LoopThread::Start());
+    const Bootstrap bootstrap = BenchBootstrap(server);
+    std::unique_ptr<XdsClient> client;
+    std::atomic<int> count{0};
+    std::promise<Clock::time_point> done;
+    std::vector<std::shared_ptr<CountingWatcher>> watchers;
+    clockid_t loop_cpu_clock{};
+    loop->RunSync([&] {
+      pthread_getcpuclockid(pthread_self(), &loop_cpu_clock);
+      client = std::move(*XdsClient::Create(loop->loop(), bootstrap, XdsClientOptions()));
+      for (int i = 0; i < n; ++i) {
+        watchers.push_back(
+            std::make_shared<CountingWatcher>(count, n, done, nullptr, ClusterName(i)));
+        client->WatchResource(ClusterResourceType::Get(), ClusterName(i), watchers.back());
+      }
+    });
+    while (server.answers() < 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const double start = CpuSeconds(loop_cpu_clock);
+    while (server.answers() < kResends + 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    const double seconds = CpuSeconds(loop_cpu_clock) - start;
+    state.SetIterationTime(seconds / kResends);
+    loop->RunSync([&] { XdsClient::ShutdownAndDestroy(std::move(client)); });
+    loop.reset();
+  }
+}
+BENCHMARK(BM_ResentCdsResponse)
+    ->ArgNames({"clusters"})
+    ->Arg(100)
+    ->Arg(1000)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond)
     ->Iterations(3);
 
 }  // namespace

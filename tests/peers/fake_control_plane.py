@@ -39,7 +39,9 @@ stream id, or absent for the most recently opened stream still open):
       gets every requested name the store has (and its resource_errors
       entries), which is the whole subscribed set LDS/CDS need. Changes are
       pushed to every stream subscribed to T. A request that only ACKs or
-      NACKs what was sent (same store generation, same names) gets no answer.
+      NACKs what was sent (same store generation, same names) gets no answer,
+      except with "answer_nacks":true: then every NACK gets the same answer
+      again at once (go-control-plane's SotW server does that).
   {"cmd":"clear_resources","type_url":T}
   {"cmd":"ignore_requests","ignore":true,"type_url":T}   T absent: all types
   {"cmd":"delay_responses","delay_ms":N}                 automatic answers only
@@ -235,6 +237,7 @@ class ResourceStore:
         self.version = version
         self.resources = resources  # name -> serialized Any entry (wrapped if asked for)
         self.resource_errors = resource_errors  # name -> error dict
+        self.answer_nacks = False  # every NACK gets the same answer again
 
 
 class ControlPlane:
@@ -286,7 +289,7 @@ class ControlPlane:
                     for message in self.checker.check(stream.id, request):
                         self.output.emit({"event": "violation", "stream": stream.id, "message": message})
                     stream.subscriptions[request.type_url] = list(request.resource_names)
-                    self._maybe_answer(stream, request.type_url)
+                    self._maybe_answer(stream, request.type_url, nack=request.HasField("error_detail"))
         except grpc.RpcError:
             pass  # the call ended: _on_call_done reports it
         except Exception:
@@ -314,7 +317,7 @@ class ControlPlane:
     def _next_nonce(self):
         return f"nonce-{next(self.nonces)}"
 
-    def _maybe_answer(self, stream, type_url):
+    def _maybe_answer(self, stream, type_url, nack=False):
         """Automatic answer to the stream's subscription of type_url (lock held)."""
         store = self.stores.get(type_url)
         names = stream.subscriptions.get(type_url)
@@ -323,7 +326,7 @@ class ControlPlane:
         if self.ignore_all or type_url in self.ignored_types:
             return
         key = (store.generation, tuple(sorted(set(names))))
-        if stream.auto_sent.get(type_url) == key:
+        if stream.auto_sent.get(type_url) == key and not (nack and store.answer_nacks):
             return  # an ACK / NACK of what we sent
         stream.auto_sent[type_url] = key
         wanted = list(dict.fromkeys(names))
@@ -420,6 +423,7 @@ class ControlPlane:
         self.stores[type_url] = ResourceStore(
             next(self.generations), command.get("version_info", ""), resources, errors
         )
+        self.stores[type_url].answer_nacks = bool(command.get("answer_nacks", False))
         self._answer_all(type_url)
         return {}
 

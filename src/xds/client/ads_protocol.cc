@@ -6,24 +6,89 @@
 #include <string_view>
 
 #include "google/protobuf/any.pb.h"
+#include "xds/client/protobuf_wire.h"
 #include "xds/client/xds_resource_name.h"
 
 namespace uxds::xds_internal {
 
 namespace discovery = envoy::service::discovery::v3;
 
+namespace {
+
+// DiscoveryRequest.resource_names.
+constexpr uint32_t kResourceNamesField = 3;
+// DiscoveryResponse.resources, and google.protobuf.Any's two fields.
+constexpr uint32_t kResourcesField = 2;
+constexpr uint32_t kAnyTypeUrlField = 1;
+constexpr uint32_t kAnyValueField = 2;
+// Cluster.name, Listener.name, RouteConfiguration.name and
+// ClusterLoadAssignment.cluster_name are all field 1.
+constexpr uint32_t kResourceNameField = 1;
+
+// The type_url and value of a serialized Any, as protobuf would read them
+// (the last occurrence of each; a field of the wrong wire type is unknown).
+struct AnyView {
+  std::string_view type_url;
+  std::string_view value;
+};
+bool ReadAny(std::string_view serialized, AnyView& any) {
+  ProtobufWireReader reader(serialized);
+  ProtobufWireReader::Field field;
+  any = {};
+  while (reader.Next(field)) {
+    if (field.wire_type != WireType::kLengthDelimited) continue;
+    if (field.number == kAnyTypeUrlField) any.type_url = field.payload;
+    if (field.number == kAnyValueField) any.value = field.payload;
+  }
+  // proto3 strings must be UTF-8, or protobuf refuses the message.
+  return !reader.failed() && FindInvalidUtf8(any.type_url) == std::string_view::npos;
+}
+
+// "resource index <i>: <name>: " (NOTES "ACK / NACK"), built only for an
+// error: most resources have none.
+std::string ErrorPrefix(size_t index, std::string_view name) {
+  std::string prefix = "resource index " + std::to_string(index) + ": ";
+  if (!name.empty()) prefix.append(name).append(": ");
+  return prefix;
+}
+
+}  // namespace
+
 std::string SerializeAdsRequest(const AdsRequest& request) {
   discovery::DiscoveryRequest proto;
   proto.set_type_url(request.type_url);
   proto.set_version_info(request.version_info);
   proto.set_response_nonce(request.response_nonce);
-  for (const std::string& name : request.resource_names) proto.add_resource_names(name);
   if (!request.error_detail.ok()) {
     proto.mutable_error_detail()->set_code(static_cast<int32_t>(request.error_detail.code()));
     proto.mutable_error_detail()->set_message(request.error_detail.message());
   }
   if (request.node != nullptr) *proto.mutable_node() = *request.node;
-  return proto.SerializeAsString();
+  std::string serialized = proto.SerializeAsString();
+  // Fields may come in any order on the wire.
+  for (const std::string& name : request.resource_names) {
+    AppendLengthDelimited(serialized, kResourceNamesField, name);
+  }
+  return serialized;
+}
+
+bool ParseAdsResponse(std::string_view serialized, AdsResponse& response) {
+  // The resources stay where they are; every other field is decoded by
+  // protobuf, from a copy of just those fields.
+  std::string other_fields;
+  response.resources.clear();
+  ProtobufWireReader reader(serialized);
+  ProtobufWireReader::Field field;
+  AnyView any;
+  while (reader.Next(field)) {
+    if (field.number == kResourcesField && field.wire_type == WireType::kLengthDelimited) {
+      if (!ReadAny(field.payload, any)) return false;
+      response.resources.push_back(field.payload);
+    } else {
+      other_fields.append(field.encoded);
+    }
+  }
+  return !reader.failed() && response.fields.ParseFromString(other_fields);
 }
 
 Status AdsResponseOutcome::NackStatus() const {
@@ -37,9 +102,9 @@ Status AdsResponseOutcome::NackStatus() const {
   return InvalidArgumentError(std::move(message));
 }
 
-AdsResponseApplier::AdsResponseApplier(const discovery::DiscoveryResponse& response,
-                                       const XdsResourceType& type, const XdsDecodeContext& context,
-                                       XdsServerState& server, XdsResourceCache& cache)
+AdsResponseApplier::AdsResponseApplier(const AdsResponse& response, const XdsResourceType& type,
+                                       const XdsDecodeContext& context, XdsServerState& server,
+                                       XdsResourceCache& cache)
     : response_(response),
       type_(type),
       context_(context),
@@ -54,34 +119,29 @@ XdsCacheEntry* AdsResponseApplier::SubscribedEntry(const XdsResourceName& name) 
 }
 
 bool AdsResponseApplier::ApplyResources(size_t max_count) {
-  const std::string& version = response_.version_info();
-  const size_t end =
-      std::min<size_t>(static_cast<size_t>(response_.resources_size()), next_resource_ + max_count);
-  for (; next_resource_ < end; ++next_resource_) {
-    const int i = static_cast<int>(next_resource_);
-    ApplyResource(i, version);
-  }
-  return next_resource_ >= static_cast<size_t>(response_.resources_size());
+  const std::string& version = response_.fields.version_info();
+  const size_t end = std::min(response_.resources.size(), next_resource_ + max_count);
+  for (; next_resource_ < end; ++next_resource_) ApplyResource(next_resource_, version);
+  return next_resource_ >= response_.resources.size();
 }
 
-void AdsResponseApplier::ApplyResource(int i, const std::string& version) {
+void AdsResponseApplier::ApplyResource(size_t i, const std::string& version) {
   AdsResponseOutcome& outcome = outcome_;
-  const discovery::DiscoveryResponse& response = response_;
   const XdsResourceType& type = type_;
-  const google::protobuf::Any& any = response.resources(i);
-  std::string prefix = "resource index " + std::to_string(i) + ": ";
-  std::string_view resource_type_url = any.type_url();
-  std::string_view serialized = any.value();
+  AnyView any;
+  ReadAny(response_.resources[i], any);  // checked by ParseAdsResponse
+  std::string_view resource_type_url = any.type_url;
+  std::string_view serialized = any.value;
   std::string name;
   discovery::Resource wrapper;
   if (resource_type_url == kResourceWrapperTypeUrl) {
-    if (!wrapper.ParseFromString(any.value())) {
-      outcome.errors.push_back(prefix + "cannot decode Resource wrapper");
+    if (!wrapper.ParseFromArray(any.value.data(), static_cast<int>(any.value.size()))) {
+      outcome.errors.push_back(ErrorPrefix(i, name) + "cannot decode Resource wrapper");
       ++outcome.invalid_resources;
       return;
     }
     if (!wrapper.has_resource()) {
-      outcome.errors.push_back(prefix + "no resource in the Resource wrapper");
+      outcome.errors.push_back(ErrorPrefix(i, name) + "no resource in the Resource wrapper");
       ++outcome.invalid_resources;
       return;
     }
@@ -89,15 +149,16 @@ void AdsResponseApplier::ApplyResource(int i, const std::string& version) {
     serialized = wrapper.resource().value();
     name = wrapper.name();
   }
-  if (!name.empty()) prefix += name + ": ";
   // NOTES: "A resource's type_url must equal the response's".
-  if (resource_type_url != response.type_url()) {
-    outcome.errors.push_back(prefix + "incorrect resource type \"" +
+  if (resource_type_url != response_.fields.type_url()) {
+    outcome.errors.push_back(ErrorPrefix(i, name) + "incorrect resource type \"" +
                              std::string(resource_type_url) + "\" (should be \"" +
-                             response.type_url() + "\")");
+                             response_.fields.type_url() + "\")");
     ++outcome.invalid_resources;
     return;
   }
+  if (ReuseVerdict(i, name, serialized, version)) return;
+  const bool named_by_wrapper = !name.empty();
   XdsResourceType::DecodeResult decoded = type.Decode(context_, serialized);
   if (decoded.resource.ok() && *decoded.resource == nullptr) {
     // A decoder bug, not the server's: still reported, never cached.
@@ -107,30 +168,29 @@ void AdsResponseApplier::ApplyResource(int i, const std::string& version) {
   if (name.empty()) {
     if (!decoded.name.has_value()) {
       // A46: without a name the error can only go into the NACK.
-      outcome.errors.push_back(prefix + decoded.resource.status().message());
+      outcome.errors.push_back(ErrorPrefix(i, name) + decoded.resource.status().message());
       ++outcome.invalid_resources;
       return;
     }
     name = *decoded.name;
-    prefix += name + ": ";
   }
   StatusOr<XdsResourceName> parsed = ParseXdsResourceName(name, type);
   // A name twice in one response: the second copy is an error of its own
   // (gRPC's "duplicate resource name") and the first copy's verdict stands.
   if (!names_in_response_.insert(parsed.ok() ? parsed->key : name).second) {
-    outcome.errors.push_back(prefix + "duplicate resource name");
+    outcome.errors.push_back(ErrorPrefix(i, name) + "duplicate resource name");
     ++outcome.invalid_resources;
     return;
   }
   if (!decoded.resource.ok()) {
-    outcome.errors.push_back(prefix + decoded.resource.status().message());
+    outcome.errors.push_back(ErrorPrefix(i, name) + decoded.resource.status().message());
     ++outcome.invalid_resources;
   } else {
     ++outcome.valid_resources;
   }
   if (!parsed.ok()) {
     if (decoded.resource.ok()) {
-      outcome.errors.push_back(prefix + parsed.status().message());
+      outcome.errors.push_back(ErrorPrefix(i, name) + parsed.status().message());
       --outcome.valid_resources;
       ++outcome.invalid_resources;
     }
@@ -140,17 +200,57 @@ void AdsResponseApplier::ApplyResource(int i, const std::string& version) {
   if (entry == nullptr) return;  // not subscribed: ignored
   seen_.insert(parsed->key);
   if (!decoded.resource.ok()) {
-    cache_.OnInvalidResource(*entry, decoded.resource.status().message(), version, now_);
+    cache_.OnInvalidResource(*entry, decoded.resource.status().message(), std::string(serialized),
+                             named_by_wrapper, version, now_);
   } else {
-    cache_.OnValidResource(*entry, *std::move(decoded.resource), std::string(serialized), version,
-                           now_);
+    cache_.OnValidResource(*entry, *std::move(decoded.resource), std::string(serialized),
+                           named_by_wrapper, version, now_);
   }
 }
 
+bool AdsResponseApplier::ReuseVerdict(size_t index, std::string_view wrapper_name,
+                                      std::string_view serialized, const std::string& version) {
+  // Without a wrapper the name is in the bytes. Reading it without decoding
+  // is only a guess at which entry to look in: the verdict is reused only if
+  // that entry decoded these very bytes, named the same way, and so got
+  // exactly this name from them.
+  const bool named_by_wrapper = !wrapper_name.empty();
+  std::string_view name = wrapper_name;
+  if (!named_by_wrapper && !LastLengthDelimitedField(serialized, kResourceNameField, name)) {
+    return false;
+  }
+  StatusOr<XdsResourceName> parsed = ParseXdsResourceName(name, type_);
+  if (!parsed.ok()) return false;
+  XdsCacheEntry* entry = SubscribedEntry(*parsed);
+  if (entry == nullptr) return false;
+  const bool accepted = entry->resource != nullptr && entry->named_by_wrapper == named_by_wrapper &&
+                        entry->serialized == serialized;
+  const bool rejected = !accepted && entry->rejected.has_value() &&
+                        entry->rejected->named_by_wrapper == named_by_wrapper &&
+                        entry->rejected->serialized == serialized;
+  if (!accepted && !rejected) return false;
+  // As after decoding: a second copy in one response is an error of its own.
+  if (!names_in_response_.insert(parsed->key).second) {
+    outcome_.errors.push_back(ErrorPrefix(index, name) + "duplicate resource name");
+    ++outcome_.invalid_resources;
+    return true;
+  }
+  seen_.insert(parsed->key);
+  if (accepted) {
+    ++outcome_.valid_resources;
+    cache_.OnAcceptedVersionResent(*entry, version, now_);
+  } else {
+    outcome_.errors.push_back(ErrorPrefix(index, name) + entry->rejected->details);
+    ++outcome_.invalid_resources;
+    cache_.OnRejectedVersionResent(*entry, version, now_);
+  }
+  return true;
+}
+
 AdsResponseOutcome AdsResponseApplier::Finish(const std::set<std::string>& subscribed_names) {
-  ApplyResources(static_cast<size_t>(response_.resources_size()));
+  ApplyResources(response_.resources.size());
   AdsResponseOutcome& outcome = outcome_;
-  const discovery::DiscoveryResponse& response = response_;
+  const discovery::DiscoveryResponse& response = response_.fields;
   const std::string& version = response.version_info();
   // TP3 resource_errors.
   for (int i = 0; i < response.resource_errors_size(); ++i) {
@@ -182,7 +282,10 @@ AdsResponseOutcome AdsResponseApplier::Finish(const std::set<std::string>& subsc
 
   // A88: "LDS and CDS resource deletions" -- every subscribed resource is in
   // every LDS/CDS response, so a missing one was deleted.
-  if (type_.all_resources_required_in_sotw()) {
+  // Only names with an entry of this server are seen, and those are exactly
+  // the names subscribed here: when as many were seen as are subscribed,
+  // none is missing, and 10 000 names need not be walked again.
+  if (type_.all_resources_required_in_sotw() && seen_.size() != subscribed_names.size()) {
     for (const std::string& key : subscribed_names) {
       if (seen_.contains(key)) continue;
       XdsCacheEntry* entry = cache_.Find(type_, key);

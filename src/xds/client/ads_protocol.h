@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "envoy/config/core/v3/base.pb.h"
@@ -32,7 +33,21 @@ struct AdsRequest {
   Status error_detail;                                  // not OK: a NACK
   const envoy::config::core::v3::Node* node = nullptr;  // first request of a stream only
 };
+// Written by hand so that 100 000 names go straight from `request` to the
+// bytes, not through 100 000 strings of a message first.
 std::string SerializeAdsRequest(const AdsRequest& request);
+
+// A DiscoveryResponse read without copying its resources (100 000 Clusters
+// are about 10 MB): each stays a view into the message bytes, which must
+// outlive it, and is decoded when it is applied, a slice at a time.
+struct AdsResponse {
+  // Every field but the resources, decoded as usual.
+  envoy::service::discovery::v3::DiscoveryResponse fields;
+  std::vector<std::string_view> resources;  // each a serialized google.protobuf.Any
+};
+// False if `serialized` is not a DiscoveryResponse (the same bytes protobuf
+// would refuse; NOTES: such a response is ignored).
+bool ParseAdsResponse(std::string_view serialized, AdsResponse& response);
 
 struct AdsResponseOutcome {
   // One entry per problem, "resource index <i>: <name>: <error>"; any entry
@@ -57,9 +72,9 @@ struct AdsResponseOutcome {
 // for its whole length; `response` must outlive the applier.
 class AdsResponseApplier {
  public:
-  AdsResponseApplier(const envoy::service::discovery::v3::DiscoveryResponse& response,
-                     const XdsResourceType& type, const XdsDecodeContext& context,
-                     XdsServerState& server, XdsResourceCache& cache);
+  AdsResponseApplier(const AdsResponse& response, const XdsResourceType& type,
+                     const XdsDecodeContext& context, XdsServerState& server,
+                     XdsResourceCache& cache);
   // Decodes and applies up to `max_count` more resources; true once every
   // resource has been.
   bool ApplyResources(size_t max_count);
@@ -68,10 +83,16 @@ class AdsResponseApplier {
   AdsResponseOutcome Finish(const std::set<std::string>& subscribed_names);
 
  private:
-  void ApplyResource(int index, const std::string& version);
+  void ApplyResource(size_t index, const std::string& version);
+  // #9: a resource whose bytes equal those of the last accepted or rejected
+  // version of its name gets that verdict again without being decoded.
+  // `wrapper_name`: the name a Resource wrapper gave, if any. True if the
+  // verdict was reused.
+  bool ReuseVerdict(size_t index, std::string_view wrapper_name, std::string_view serialized,
+                    const std::string& version);
   XdsCacheEntry* SubscribedEntry(const XdsResourceName& name);
 
-  const envoy::service::discovery::v3::DiscoveryResponse& response_;
+  const AdsResponse& response_;
   const XdsResourceType& type_;
   const XdsDecodeContext context_;
   XdsServerState& server_;
@@ -81,9 +102,9 @@ class AdsResponseApplier {
   AdsResponseOutcome outcome_;
   // Names this response speaks about (valid, invalid or TP3 error): not
   // deleted.
-  std::set<std::string, std::less<>> seen_;
+  std::unordered_set<std::string> seen_;
   // Every name of `resources`, subscribed or not.
-  std::set<std::string, std::less<>> names_in_response_;
+  std::unordered_set<std::string> names_in_response_;
 };
 
 }  // namespace uxds::xds_internal

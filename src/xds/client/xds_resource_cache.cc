@@ -172,20 +172,27 @@ void XdsResourceCache::ApplyDataError(XdsCacheEntry& entry, bool drop_cached_res
 
 // --- Events from an ADS stream -------------------------------------------------
 
-void XdsResourceCache::OnValidResource(XdsCacheEntry& entry, XdsResourceData resource,
-                                       std::string serialized, const std::string& version,
-                                       std::chrono::system_clock::time_point now) {
+void XdsResourceCache::MarkAccepted(XdsCacheEntry& entry, const std::string& version,
+                                    std::chrono::system_clock::time_point now) {
   entry.timer.Cancel();
-  const bool unchanged =
-      entry.resource != nullptr && entry.type.ResourcesEqual(entry.resource, resource);
   entry.state = XdsCacheState::kAcked;
-  entry.serialized = std::move(serialized);
   entry.version = version;
   entry.last_updated = now;
   entry.error = Status();
   entry.failed_details.clear();
   entry.failed_version.clear();
   entry.failed_update_time = {};
+}
+
+void XdsResourceCache::OnValidResource(XdsCacheEntry& entry, XdsResourceData resource,
+                                       std::string serialized, bool named_by_wrapper,
+                                       const std::string& version,
+                                       std::chrono::system_clock::time_point now) {
+  const bool unchanged =
+      entry.resource != nullptr && entry.type.ResourcesEqual(entry.resource, resource);
+  MarkAccepted(entry, version, now);
+  entry.serialized = std::move(serialized);
+  entry.named_by_wrapper = named_by_wrapper;
   if (unchanged) {
     // DESIGN.md: identical updates notify nobody; only an error the watchers
     // still believe in is cleared (NOTES "Clearing errors").
@@ -199,17 +206,38 @@ void XdsResourceCache::OnValidResource(XdsCacheEntry& entry, XdsResourceData res
   entry.delivered_ambient_error = Status();
 }
 
+void XdsResourceCache::OnAcceptedVersionResent(XdsCacheEntry& entry, const std::string& version,
+                                               std::chrono::system_clock::time_point now) {
+  // The resource is the cached one: as OnValidResource with an identical copy.
+  MarkAccepted(entry, version, now);
+  RefreshAmbientError(entry);
+}
+
 void XdsResourceCache::OnInvalidResource(XdsCacheEntry& entry, const std::string& details,
+                                         std::string serialized, bool named_by_wrapper,
                                          const std::string& version,
                                          std::chrono::system_clock::time_point now) {
   entry.timer.Cancel();
+  Status error = InvalidArgumentError("invalid resource: " + details);
+  // #9: a control plane may answer every NACK at once with the same
+  // resources, thousands of times a second; the watchers heard this error.
+  const bool already_told = entry.state == XdsCacheState::kNacked && entry.error == error;
   entry.state = XdsCacheState::kNacked;
-  entry.error = InvalidArgumentError("invalid resource: " + details);
+  entry.error = std::move(error);
   entry.failed_details = details;
   entry.failed_version = version;
   entry.failed_update_time = now;
+  entry.rejected = XdsCacheEntry::RejectedVersion{std::move(serialized), named_by_wrapper, details};
+  if (already_told) return;
   // A88: a NACK is a data error.
   ApplyDataError(entry, entry.server.config.fail_on_data_errors);
+}
+
+void XdsResourceCache::OnRejectedVersionResent(XdsCacheEntry& entry, const std::string& version,
+                                               std::chrono::system_clock::time_point now) {
+  XdsCacheEntry::RejectedVersion rejected = *std::move(entry.rejected);
+  OnInvalidResource(entry, rejected.details, std::move(rejected.serialized),
+                    rejected.named_by_wrapper, version, now);
 }
 
 void XdsResourceCache::OnResourceError(XdsCacheEntry& entry, const Status& error,

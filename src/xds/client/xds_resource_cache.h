@@ -60,6 +60,8 @@ struct XdsCacheEntry {
   // The resource in use and what it came with; null if none.
   XdsResourceData resource;
   std::string serialized;  // raw bytes, for CSDS (A40: "expose the xDS config as is")
+  // The name of `serialized` came from a Resource wrapper, not from the bytes.
+  bool named_by_wrapper = false;
   std::string version;
   std::chrono::system_clock::time_point last_updated{};
   // A88: "the most recent error seen": what the watchers were told (without
@@ -68,6 +70,14 @@ struct XdsCacheEntry {
   std::string failed_details;
   std::string failed_version;
   std::chrono::system_clock::time_point failed_update_time{};
+  // The last version that failed validation and why: a control plane that
+  // re-sends it byte for byte is answered without decoding it again (#9).
+  struct RejectedVersion {
+    std::string serialized;
+    bool named_by_wrapper = false;
+    std::string details;
+  };
+  std::optional<RejectedVersion> rejected;
 
   std::vector<std::shared_ptr<WatcherRegistration>> watchers;
   // The ambient error the watchers were last given (OK: none standing), so
@@ -111,11 +121,22 @@ class XdsResourceCache {
   // --- Events from an ADS stream (A88, TP3, A46) ------------------------------
   // A valid resource. An identical copy of the cached one notifies no
   // OnResourceChanged, only clears a standing ambient error.
+  // `named_by_wrapper`: the name came from a Resource wrapper.
   void OnValidResource(XdsCacheEntry& entry, XdsResourceData resource, std::string serialized,
-                       const std::string& version, std::chrono::system_clock::time_point now);
-  // A resource that failed validation (NACK). A data error.
-  void OnInvalidResource(XdsCacheEntry& entry, const std::string& details,
-                         const std::string& version, std::chrono::system_clock::time_point now);
+                       bool named_by_wrapper, const std::string& version,
+                       std::chrono::system_clock::time_point now);
+  // A resource that failed validation (NACK). A data error; the same
+  // rejection again notifies nobody.
+  void OnInvalidResource(XdsCacheEntry& entry, const std::string& details, std::string serialized,
+                         bool named_by_wrapper, const std::string& version,
+                         std::chrono::system_clock::time_point now);
+  // The bytes of the entry's cached resource, or of its last rejected
+  // version, again (#9): the verdict they got before, with the new version
+  // and time for CSDS.
+  void OnAcceptedVersionResent(XdsCacheEntry& entry, const std::string& version,
+                               std::chrono::system_clock::time_point now);
+  void OnRejectedVersionResent(XdsCacheEntry& entry, const std::string& version,
+                               std::chrono::system_clock::time_point now);
   // TP3: the server's error for a resource. NOT_FOUND and PERMISSION_DENIED
   // are data errors, every other code transient.
   void OnResourceError(XdsCacheEntry& entry, const Status& error, const std::string& version,
@@ -161,6 +182,9 @@ class XdsResourceCache {
   // is dropped; then OnAmbientError if a resource is still cached, else
   // OnResourceChanged.
   void ApplyDataError(XdsCacheEntry& entry, bool drop_cached_resource);
+  // ACKED with `version` at `now`: no error stands any more.
+  void MarkAccepted(XdsCacheEntry& entry, const std::string& version,
+                    std::chrono::system_clock::time_point now);
   void NotifyError(XdsCacheEntry& entry, const Status& error);
   void NotifyAmbient(XdsCacheEntry& entry, const Status& status);
   // The ambient error the entry's watchers should hold now.

@@ -81,6 +81,7 @@ void XdsServerChannel::Subscribe(const XdsResourceType& type, const std::string&
   TypeState& state = types_[std::string(type.type_url())];
   state.type = &type;
   if (!state.names.insert(key).second) return;
+  state.start_timers = true;
   if (was_idle) wake_idle_.Send(true);
   SendRequestFor(std::string(type.type_url()));
 }
@@ -220,6 +221,7 @@ Task<bool> XdsServerChannel::RunStream(CancelState* cancel) {
   for (auto& [type_url, state] : types_) {
     state.nonce.clear();
     state.pending_nack = Status();
+    state.start_timers = true;
     if (!state.names.empty()) stream.pending_types.push_back(type_url);
   }
   TaskGroup tasks(env_.loop, cancel);
@@ -288,6 +290,7 @@ Task<void> XdsServerChannel::WriteRequests(Stream& stream) {
     request.response_nonce = state.nonce;
     request.resource_names.assign(state.names.begin(), state.names.end());
     request.error_detail = std::exchange(state.pending_nack, Status());
+    const bool start_timers = std::exchange(state.start_timers, false);
     // NOTES: "The node goes only in the first request of each stream."
     if (!std::exchange(stream.node_sent, true)) request.node = &env_.node;
     const std::string serialized = SerializeAdsRequest(request);
@@ -305,7 +308,14 @@ Task<void> XdsServerChannel::WriteRequests(Stream& stream) {
     // The verdict is out: the watchers may hear about the response now.
     env_.notifications.Resume(answered);
     if (!sent.ok() || stream.ended) co_return;
+    if (!start_timers) continue;
+    size_t looked_up = 0;
     for (const std::string& name : request.resource_names) {
+      // 10 000 names are milliseconds of lookups: a slice at a time (each
+      // name is looked up again after a yield, so one unsubscribed meanwhile
+      // is skipped).
+      if (++looked_up % kNamesPerSlice == 0) co_await env_.loop.Yield();
+      if (stream.ended) co_return;
       XdsCacheEntry* entry = env_.cache.Find(*state.type, name);
       if (entry != nullptr && &entry->server == &server_)
         env_.cache.MaybeStartResourceTimer(*entry);
@@ -314,12 +324,13 @@ Task<void> XdsServerChannel::WriteRequests(Stream& stream) {
 }
 
 Task<void> XdsServerChannel::HandleResponse(Stream& stream, std::string serialized) {
-  envoy::service::discovery::v3::DiscoveryResponse response;
+  // The resources stay in `serialized` until they are applied: read at once,
+  // a response of 10 000 of them would hold the loop for milliseconds.
+  AdsResponse response;
   // NOTES: "A response that cannot be decoded at all, or whose type was never
   // watched, is ignored: no ACK, no NACK."
-  if (!response.ParseFromString(serialized)) co_return;
-  serialized.clear();
-  auto it = types_.find(response.type_url());
+  if (!ParseAdsResponse(serialized, response)) co_return;
+  auto it = types_.find(response.fields.type_url());
   if (it == types_.end()) co_return;
   TypeState& state = it->second;
   // The ACK/NACK goes out before any callback about this response runs:
@@ -333,11 +344,11 @@ Task<void> XdsServerChannel::HandleResponse(Stream& stream, std::string serializ
   // back for long. Requests written meanwhile still answer the previous
   // response (the nonce changes only once this one is decided).
   while (!applier.ApplyResources(kResourcesPerSlice)) co_await env_.loop.Yield();
-  state.nonce = response.nonce();
+  state.nonce = response.fields.nonce();
   const AdsResponseOutcome outcome = applier.Finish(state.names);
   env_.cache.CountResourceUpdates(server_, state.type->type_name(), outcome.valid_resources,
                                   outcome.invalid_resources);
-  if (outcome.accept_version()) state.version = response.version_info();
+  if (outcome.accept_version()) state.version = response.fields.version_info();
   state.pending_nack = outcome.NackStatus();
   ++state.unanswered_responses;
   SendRequestFor(it->first);

@@ -62,6 +62,8 @@ class XdsServerChannel {
   // Per resource type, across streams.
   // Resources decoded between two yields to the loop (about 1 ms of work).
   static constexpr size_t kResourcesPerSlice = 256;
+  // Names looked up between two yields when starting resource timers.
+  static constexpr size_t kNamesPerSlice = 2048;
   struct TypeState {
     const XdsResourceType* type = nullptr;
     std::set<std::string> names;  // subscribed
@@ -70,6 +72,11 @@ class XdsServerChannel {
     std::string version;
     std::string nonce;
     Status pending_nack;  // error_detail of the next request, once
+    // Names were subscribed since the last request was built, or a new
+    // stream started: the next request's names may need their resource
+    // timers started (A57). An ACK naming the same names does not, and so
+    // does not look 10 000 names up again.
+    bool start_timers = false;
     // Responses whose ACK/NACK is not on the wire yet: each holds back
     // watcher notifications until it is (WatcherNotificationQueue::Pause).
     int unanswered_responses = 0;
