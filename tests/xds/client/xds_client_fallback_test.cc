@@ -80,6 +80,21 @@ class XdsClientFallbackTest : public XdsClientTest {
     }
   }
 
+  // `server`, down so far, comes back with its copy of c1: the client uses
+  // it again and closes its stream `lower_stream` to `lower`, the server it
+  // used meanwhile.
+  void ExpectSwitchBack(FakeControlPlane& server, int64_t connect_timeout_ms,
+                        const std::string& version, ClusterWatcher& c1, FakeControlPlane& lower,
+                        int64_t lower_stream) {
+    ASSERT_TRUE(Serve(server, {"c1"}, connect_timeout_ms, version));
+    ASSERT_TRUE(server.RestartListening());
+    EXPECT_TRUE(NextIsCluster(c1, "c1", connect_timeout_ms));
+    EXPECT_TRUE(lower.WaitForStreamClosed(kWait, lower_stream).has_value());
+    const XdsResourceSnapshot entry = Entry(kClusterTypeUrl, "c1");
+    EXPECT_EQ(entry.version, version);
+    EXPECT_EQ(entry.server_uri, server.target());
+  }
+
   std::unique_ptr<FakeControlPlane> secondary_;
   std::unique_ptr<FakeControlPlane> tertiary_;
 };
@@ -94,7 +109,7 @@ TEST_F(XdsClientFallbackTest, PrimaryDownAtStartServesTheFallbackThenSwitchesBac
   StartClient(MakeBootstrapWithServers({cp_->target(), secondary_->target()}));
   auto c1 = Watch(TestClusterType::Get(), "c1");
   EXPECT_TRUE(NextIsCluster(*c1, "c1", kSecondaryTimeoutMs));
-  XdsResourceSnapshot entry = Entry(kClusterTypeUrl, "c1");
+  const XdsResourceSnapshot entry = Entry(kClusterTypeUrl, "c1");
   EXPECT_EQ(entry.state, XdsCacheState::kAcked);
   EXPECT_EQ(entry.version, "s1");
   EXPECT_EQ(entry.server_uri, secondary_->target());
@@ -102,13 +117,7 @@ TEST_F(XdsClientFallbackTest, PrimaryDownAtStartServesTheFallbackThenSwitchesBac
   ASSERT_TRUE(fallback_stream.has_value());
 
   // The primary was retried all along; it comes back with its own copy.
-  ASSERT_TRUE(Serve(*cp_, {"c1"}, kPrimaryTimeoutMs, "p1"));
-  ASSERT_TRUE(cp_->RestartListening());
-  EXPECT_TRUE(NextIsCluster(*c1, "c1", kPrimaryTimeoutMs));
-  EXPECT_TRUE(secondary_->WaitForStreamClosed(kWait, *fallback_stream).has_value());
-  entry = Entry(kClusterTypeUrl, "c1");
-  EXPECT_EQ(entry.version, "p1");
-  EXPECT_EQ(entry.server_uri, cp_->target());
+  ExpectSwitchBack(*cp_, kPrimaryTimeoutMs, "p1", *c1, *secondary_, *fallback_stream);
   // The secondary's later data is no longer used, and nothing reconnects to it.
   ASSERT_TRUE(Serve(*secondary_, {"c1"}, kSecondaryTimeoutMs, "s2"));
   ASSERT_TRUE(Serve(*cp_, {"c1"}, kPrimaryTimeoutMs + 1, "p2"));
@@ -208,19 +217,11 @@ TEST_F(XdsClientFallbackTest, AChainFallsToTheTertiaryAndClimbsBackOneServerAtAT
   const std::optional<int64_t> tertiary_stream = tertiary_->WaitForStreamOpened(kWait);
   ASSERT_TRUE(tertiary_stream.has_value());
 
-  ASSERT_TRUE(Serve(*secondary_, {"c1"}, kSecondaryTimeoutMs, "s1"));
-  ASSERT_TRUE(secondary_->RestartListening());
-  EXPECT_TRUE(NextIsCluster(*c1, "c1", kSecondaryTimeoutMs));
-  EXPECT_TRUE(tertiary_->WaitForStreamClosed(kWait, *tertiary_stream).has_value());
-  EXPECT_EQ(Entry(kClusterTypeUrl, "c1").server_uri, secondary_->target());
+  ExpectSwitchBack(*secondary_, kSecondaryTimeoutMs, "s1", *c1, *tertiary_, *tertiary_stream);
   const std::optional<int64_t> secondary_stream = secondary_->WaitForStreamOpened(kWait);
   ASSERT_TRUE(secondary_stream.has_value());
 
-  ASSERT_TRUE(Serve(*cp_, {"c1"}, kPrimaryTimeoutMs, "p1"));
-  ASSERT_TRUE(cp_->RestartListening());
-  EXPECT_TRUE(NextIsCluster(*c1, "c1", kPrimaryTimeoutMs));
-  EXPECT_TRUE(secondary_->WaitForStreamClosed(kWait, *secondary_stream).has_value());
-  EXPECT_EQ(Entry(kClusterTypeUrl, "c1").server_uri, cp_->target());
+  ExpectSwitchBack(*cp_, kPrimaryTimeoutMs, "p1", *c1, *secondary_, *secondary_stream);
   EXPECT_TRUE(tertiary_->OpenStreams().empty());
 }
 
