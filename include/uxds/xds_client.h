@@ -136,6 +136,9 @@ struct XdsResourceSnapshot {
   std::string failed_version;
   std::chrono::system_clock::time_point last_update_attempt{};
   size_t watchers = 0;
+  // The xDS server whose response (or resource timer) set the state: the
+  // authority's primary, or a fallback server (A71). Empty while REQUESTED.
+  std::string server_uri;
 };
 
 // A78 metrics as counted so far (labels without grpc.target, which is

@@ -268,6 +268,32 @@ TEST_F(WatchTest, AnXdstpNameInAnyParameterOrderGetsItsVersion) {
   EXPECT_EQ((*event)["version"], "7") << event->dump();
 }
 
+// A71: a bootstrap with two servers whose first cannot be reached: the
+// resource comes from the second, and the line and the CSDS dump say so.
+TEST_F(WatchTest, AResourceFromAFallbackServerNamesThatServer) {
+  ASSERT_TRUE(cp_->SetResources(kCdsType, {{"c1", ValidCluster("c1", "s1")}}, "1"));
+  json unreachable = {{"server_uri", "xds.example.invalid:443"},
+                      {"channel_creds", json::array({{{"type", "insecure"}}})}};
+  json fallback = {{"server_uri", cp_->target()},
+                   {"channel_creds", json::array({{{"type", "insecure"}}})}};
+  json bootstrap = {{"xds_servers", json::array({unreachable, fallback})},
+                    {"node", {{"id", "watch-node"}}}};
+  const std::string path = dir_.File("two-server-bootstrap.json");
+  WriteFile(path, bootstrap.dump());
+  Subprocess watch = StartWatch({"--bootstrap", path, "--type", "cluster", "c1", "--csds"});
+  std::optional<json> event = NextEvent(watch);
+  ASSERT_TRUE(event.has_value());
+  EXPECT_EQ((*event)["event"], "resource") << event->dump();
+  EXPECT_EQ((*event)["server"], cp_->target()) << event->dump();
+  watch.Signal(SIGTERM);
+  std::optional<json> csds = NextEvent(watch);
+  ASSERT_TRUE(csds.has_value());
+  const json* c1 = CsdsEntry(*csds, kCdsType, "c1");
+  ASSERT_NE(c1, nullptr) << csds->dump();
+  EXPECT_EQ((*c1)["server"], cp_->target()) << csds->dump();
+  EXPECT_EQ(watch.Wait(kWait), 0);
+}
+
 // `uxds watch | head -1`: once the reader is gone the tool says so and exits
 // 1 at once, instead of waiting for the next event to die of SIGPIPE.
 TEST_F(WatchTest, AStdoutNobodyReadsEndsTheWatchWithExitOne) {

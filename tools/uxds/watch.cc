@@ -55,7 +55,8 @@ constexpr const char* kUsage =
     "   \"resource\":{...}}\n"
     "event is \"resource\", \"error\" (the resource cannot be used) or \"ambient_error\"\n"
     "(the last resource stays in use; code OK: the error cleared), with\n"
-    "\"status\":{\"code\":\"NOT_FOUND\",\"message\":\"...\"} for errors.\n"
+    "\"status\":{\"code\":\"NOT_FOUND\",\"message\":\"...\"} for errors. \"server\" is the\n"
+    "xDS server the resource or error came from (a fallback server, A71).\n"
     "\n"
     "  --bootstrap FILE  xDS bootstrap (gRPC format); default: $GRPC_XDS_BOOTSTRAP,\n"
     "                    else the JSON in $GRPC_XDS_BOOTSTRAP_CONFIG\n"
@@ -216,6 +217,7 @@ class PrintingWatcher final : public XdsUntypedResourceWatcher {
       Json line = Header("error");
       if (entry.has_value() && !entry->failed_version.empty())
         line["version"] = entry->failed_version;
+      AddServer(entry, line);
       line["status"] = StatusJson(resource.status());
       PrintLine(line);
       return;
@@ -224,6 +226,7 @@ class PrintingWatcher final : public XdsUntypedResourceWatcher {
     // The version the cache holds as the callback runs: the one this resource
     // came with, unless a newer one is already queued behind it.
     if (entry.has_value()) line["version"] = entry->version;
+    AddServer(entry, line);
     line["resource"] = ResourceJson(type_.get().ResourceToJson(*resource));
     PrintLine(line);
   }
@@ -250,6 +253,12 @@ class PrintingWatcher final : public XdsUntypedResourceWatcher {
     return line;
   }
 
+  // A71: which of the authority's servers the data came from (the primary,
+  // or a fallback server).
+  static void AddServer(const std::optional<XdsResourceSnapshot>& entry, Json& line) {
+    if (entry.has_value() && !entry->server_uri.empty()) line["server"] = entry->server_uri;
+  }
+
   // One entry, looked up by the name as typed (the client normalizes it):
   // a Snapshot() of the whole cache per callback made 10 000 watches
   // quadratic.
@@ -273,6 +282,7 @@ Json CsdsJson(const XdsClient& client, Clock::time_point start) {
     resource["name"] = entry.name;
     resource["client_status"] = std::string(XdsCacheStateName(entry.state));
     if (entry.has_resource) resource["version"] = entry.version;
+    if (!entry.server_uri.empty()) resource["server"] = entry.server_uri;
     if (!entry.error.ok()) {
       Json error = StatusJson(entry.error);
       if (!entry.failed_version.empty()) error["version"] = entry.failed_version;

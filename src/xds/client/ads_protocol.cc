@@ -115,7 +115,8 @@ AdsResponseApplier::AdsResponseApplier(const AdsResponse& response, const XdsRes
 XdsCacheEntry* AdsResponseApplier::SubscribedEntry(const XdsResourceName& name) {
   XdsCacheEntry* entry = cache_.Find(type_, name.key);
   // A47: a name whose authority uses another server is not ours to update.
-  return entry != nullptr && &entry->server == &server_ ? entry : nullptr;
+  // A71: nor is one whose data must come from a higher-priority server.
+  return entry != nullptr && entry->TakesDataFrom(server_) ? entry : nullptr;
 }
 
 bool AdsResponseApplier::ApplyResources(size_t max_count) {
@@ -289,7 +290,7 @@ AdsResponseOutcome AdsResponseApplier::Finish(const std::set<std::string>& subsc
     for (const std::string& key : subscribed_names) {
       if (seen_.contains(key)) continue;
       XdsCacheEntry* entry = cache_.Find(type_, key);
-      if (entry != nullptr && &entry->server == &server_) {
+      if (entry != nullptr && entry->TakesDataFrom(server_)) {
         cache_.OnResourceMissing(*entry, version, now_);
       }
     }

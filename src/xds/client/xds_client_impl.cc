@@ -78,8 +78,8 @@ XdsServerChannel& XdsClientImpl::GetOrCreateChannel(XdsServerState& server) {
   std::string key = server.config.Key();
   auto it = channels_.find(key);
   if (it != channels_.end()) return *it->second;
-  const XdsServerChannel::Environment environment{loop_, bootstrap_, options_,
-                                                  node_, cache_,     notifications_};
+  const XdsServerChannel::Environment environment{loop_,  bootstrap_,     options_, node_,
+                                                  cache_, notifications_, *this};
   auto channel = std::make_unique<XdsServerChannel>(environment, server);
   tasks_.Spawn(channel->Run());
   return *channels_.emplace(std::move(key), std::move(channel)).first->second;
@@ -120,15 +120,19 @@ void XdsClientImpl::WatchResource(const XdsResourceType& type, std::string_view 
               FailedPreconditionError("no xDS servers for resource " + parsed->key));
     return;
   }
-  // A71 (fallback to the next servers of the list) is not done here: the
-  // first server of the list serves the authority.
-  XdsServerState& server = cache_.GetOrCreateServer(servers->front());
+  // A71: the authority's servers in bootstrap order, one state per authority.
+  XdsAuthorityState& authority = cache_.GetOrCreateAuthority(parsed->authority, *servers);
   auto registration = std::make_shared<WatcherRegistration>();
   registration->watcher = std::move(watcher);
   const XdsResourceCache::AddWatcherResult added =
-      cache_.AddWatcher(type, *parsed, server, std::move(registration));
-  // Several watchers of one resource share one subscription.
-  if (added.new_entry) GetOrCreateChannel(server).Subscribe(type, parsed->key);
+      cache_.AddWatcher(type, *parsed, authority, std::move(registration));
+  // Several watchers of one resource share one subscription. NOTES (A71):
+  // "Newly watched resources are subscribed on every server in the prefix",
+  // so the higher-priority servers retried meanwhile have it too.
+  if (!added.new_entry) return;
+  for (size_t i = 0; i <= authority.active; ++i) {
+    GetOrCreateChannel(*authority.servers[i]).Subscribe(type, parsed->key);
+  }
 }
 
 void XdsClientImpl::CancelWatch(const XdsResourceType& type, std::string_view name,
@@ -149,10 +153,12 @@ void XdsClientImpl::CancelWatch(const XdsResourceType& type, std::string_view na
   if (shutdown_ != ShutdownState::kNone) return;
   StatusOr<XdsResourceName> parsed = ParseXdsResourceName(name, type);
   if (!parsed.ok()) return;
-  XdsServerState* server = cache_.RemoveWatcher(type, parsed->key, watcher);
-  if (server == nullptr) return;
-  auto it = channels_.find(server->config.Key());
-  if (it != channels_.end()) it->second->Unsubscribe(type, parsed->key);
+  XdsAuthorityState* authority = cache_.RemoveWatcher(type, parsed->key, watcher);
+  if (authority == nullptr) return;
+  for (size_t i = 0; i <= authority->active; ++i) {
+    auto it = channels_.find(authority->servers[i]->config.Key());
+    if (it != channels_.end()) it->second->Unsubscribe(type, parsed->key);
+  }
 }
 
 std::optional<XdsResourceSnapshot> XdsClientImpl::Lookup(const XdsResourceType& type,

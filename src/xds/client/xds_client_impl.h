@@ -22,7 +22,7 @@
 
 namespace uxds::xds_internal {
 
-class XdsClientImpl {
+class XdsClientImpl final : private XdsServerEvents {
  public:
   XdsClientImpl(Loop& loop, Bootstrap bootstrap, XdsClientOptions options);
   // Must follow a completed Shutdown(); see DestroyAfterShutdown().
@@ -67,6 +67,18 @@ class XdsClientImpl {
   void FailWatch(const XdsResourceType& type, std::string_view name,
                  std::shared_ptr<XdsResourceWatcherInterface> watcher, Status error);
   XdsServerChannel& GetOrCreateChannel(XdsServerState& server);
+
+  // A71 fallback (xds_client_fallback.cc).
+  void OnServerFailure(XdsServerState& server, const Status& error) override;
+  void OnServerResponding(XdsServerState& server) override;
+  // Falls back to the next servers of the authority when a watched resource
+  // is not cached; true if it did.
+  bool MaybeFallBack(XdsAuthorityState& authority);
+  // Uses servers[priority] again and stops using the ones after it.
+  void SwitchBack(XdsAuthorityState& authority, size_t priority);
+  // (Un)subscribes every watched name of the authority on one of its servers.
+  void SubscribeAll(XdsAuthorityState& authority, XdsServerState& server);
+  void UnsubscribeAll(XdsAuthorityState& authority, XdsServerState& server);
 
   Loop& loop_;
   const Bootstrap bootstrap_;

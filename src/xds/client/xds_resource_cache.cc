@@ -48,6 +48,45 @@ XdsResourceCache::XdsResourceCache(Loop& loop, WatcherNotificationQueue& notific
 
 XdsResourceCache::~XdsResourceCache() = default;
 
+size_t XdsAuthorityState::PriorityOf(const XdsServerState& server) const {
+  for (size_t i = 0; i < servers.size(); ++i) {
+    if (servers[i] == &server) return i;
+  }
+  return kNoServer;
+}
+
+bool XdsCacheEntry::TakesDataFrom(const XdsServerState& from) const {
+  // Data comes from the server in use only: a higher-priority server that
+  // answers becomes the server in use before its data is applied, and a
+  // lower-priority one that is no longer in use is being closed.
+  if (&from != &server()) return false;
+  // A71 "Reservations": "whenever we have a resource already cached from the
+  // primary server, we want to use that instead of falling back."
+  return source_priority == XdsAuthorityState::kNoServer || authority.active <= source_priority;
+}
+
+XdsAuthorityState& XdsResourceCache::GetOrCreateAuthority(
+    const std::string& name, const std::vector<XdsServerConfig>& servers) {
+  auto it = authorities_.find(name);
+  if (it == authorities_.end()) {
+    auto authority = std::make_unique<XdsAuthorityState>();
+    authority->name = name;
+    for (const XdsServerConfig& config : servers) {
+      authority->servers.push_back(&GetOrCreateServer(config));
+    }
+    it = authorities_.emplace(name, std::move(authority)).first;
+  }
+  return *it->second;
+}
+
+bool XdsResourceCache::HasUncachedResource(const XdsAuthorityState& authority) {
+  bool uncached = false;
+  ForEachEntryOf(authority, [&](XdsCacheEntry& entry) {
+    if (entry.state == XdsCacheState::kRequested) uncached = true;
+  });
+  return uncached;
+}
+
 XdsServerState& XdsResourceCache::GetOrCreateServer(const XdsServerConfig& config) {
   std::string key = config.Key();
   auto it = servers_.find(key);
@@ -61,7 +100,7 @@ template <typename F>
 void XdsResourceCache::ForEachEntryOf(const XdsServerState& server, F f) {
   for (auto& [type_url, by_name] : entries_) {
     for (auto& [key, entry] : by_name) {
-      if (&entry->server == &server) f(*entry);
+      if (&entry->server() == &server) f(*entry);
     }
   }
 }
@@ -69,14 +108,14 @@ void XdsResourceCache::ForEachEntryOf(const XdsServerState& server, F f) {
 // --- Watches -----------------------------------------------------------------
 
 XdsResourceCache::AddWatcherResult XdsResourceCache::AddWatcher(
-    const XdsResourceType& type, const XdsResourceName& name, XdsServerState& server,
+    const XdsResourceType& type, const XdsResourceName& name, XdsAuthorityState& authority,
     std::shared_ptr<WatcherRegistration> registration) {
   auto& by_name = entries_[std::string(type.type_url())];
   auto it = by_name.find(name.key);
   const bool new_entry = it == by_name.end();
   if (new_entry) {
-    it =
-        by_name.emplace(name.key, std::make_unique<XdsCacheEntry>(loop_, type, name, server)).first;
+    it = by_name.emplace(name.key, std::make_unique<XdsCacheEntry>(loop_, type, name, authority))
+             .first;
   }
   XdsCacheEntry& entry = *it->second;
   entry.watchers.push_back(registration);
@@ -84,7 +123,7 @@ XdsResourceCache::AddWatcherResult XdsResourceCache::AddWatcher(
   // ambient error, in that order"; NOTES: then the server's current error,
   // by the same rule.
   if (entry.resource != nullptr) notifications_.ResourceChanged(registration, entry.resource);
-  for (const Status* error : {&entry.error, &entry.server.channel_error}) {
+  for (const Status* error : {&entry.error, &entry.server().channel_error}) {
     if (error->ok()) continue;
     if (entry.resource != nullptr) {
       notifications_.AmbientError(registration, *error);
@@ -95,8 +134,9 @@ XdsResourceCache::AddWatcherResult XdsResourceCache::AddWatcher(
   return {&entry, new_entry};
 }
 
-XdsServerState* XdsResourceCache::RemoveWatcher(const XdsResourceType& type, std::string_view key,
-                                                const XdsResourceWatcherInterface* watcher) {
+XdsAuthorityState* XdsResourceCache::RemoveWatcher(const XdsResourceType& type,
+                                                   std::string_view key,
+                                                   const XdsResourceWatcherInterface* watcher) {
   auto type_it = entries_.find(type.type_url());
   if (type_it == entries_.end()) return nullptr;
   auto it = type_it->second.find(key);
@@ -108,10 +148,10 @@ XdsServerState* XdsResourceCache::RemoveWatcher(const XdsResourceType& type, std
   (*registration)->cancelled = true;
   watchers.erase(registration);
   if (!watchers.empty()) return nullptr;
-  XdsServerState* server = &it->second->server;
+  XdsAuthorityState* authority = &it->second->authority;
   type_it->second.erase(it);
   if (type_it->second.empty()) entries_.erase(type_it);
-  return server;
+  return authority;
 }
 
 XdsCacheEntry* XdsResourceCache::Find(const XdsResourceType& type, std::string_view key) {
@@ -146,7 +186,7 @@ void XdsResourceCache::NotifyAmbient(XdsCacheEntry& entry, const Status& status)
 
 Status XdsResourceCache::StandingAmbientError(const XdsCacheEntry& entry) const {
   if (entry.resource == nullptr) return Status();
-  if (!entry.server.channel_error.ok()) return entry.server.channel_error;
+  if (!entry.server().channel_error.ok()) return entry.server().channel_error;
   return entry.error;
 }
 
@@ -175,6 +215,7 @@ void XdsResourceCache::ApplyDataError(XdsCacheEntry& entry, bool drop_cached_res
 void XdsResourceCache::MarkAccepted(XdsCacheEntry& entry, const std::string& version,
                                     std::chrono::system_clock::time_point now) {
   entry.timer.Cancel();
+  entry.source_priority = entry.authority.active;
   entry.state = XdsCacheState::kAcked;
   entry.version = version;
   entry.last_updated = now;
@@ -222,6 +263,7 @@ void XdsResourceCache::OnInvalidResource(XdsCacheEntry& entry, const std::string
   // #9: a control plane may answer every NACK at once with the same
   // resources, thousands of times a second; the watchers heard this error.
   const bool already_told = entry.state == XdsCacheState::kNacked && entry.error == error;
+  entry.source_priority = entry.authority.active;
   entry.state = XdsCacheState::kNacked;
   entry.error = std::move(error);
   entry.failed_details = details;
@@ -230,7 +272,7 @@ void XdsResourceCache::OnInvalidResource(XdsCacheEntry& entry, const std::string
   entry.rejected = XdsCacheEntry::RejectedVersion{std::move(serialized), named_by_wrapper, details};
   if (already_told) return;
   // A88: a NACK is a data error.
-  ApplyDataError(entry, entry.server.config.fail_on_data_errors);
+  ApplyDataError(entry, entry.server().config.fail_on_data_errors);
 }
 
 void XdsResourceCache::OnRejectedVersionResent(XdsCacheEntry& entry, const std::string& version,
@@ -247,12 +289,13 @@ void XdsResourceCache::OnResourceError(XdsCacheEntry& entry, const Status& error
   // 2. RECEIVED_ERROR with the error, 3. drop the resource for NOT_FOUND /
   // PERMISSION_DENIED with fail_on_data_errors, 4. notify.
   entry.timer.Cancel();
+  entry.source_priority = entry.authority.active;
   entry.state = XdsCacheState::kReceivedError;
   entry.error = error;
   entry.failed_details = error.message();
   entry.failed_version = version;
   entry.failed_update_time = now;
-  ApplyDataError(entry, IsDataErrorCode(error.code()) && entry.server.config.fail_on_data_errors);
+  ApplyDataError(entry, IsDataErrorCode(error.code()) && entry.server().config.fail_on_data_errors);
 }
 
 void XdsResourceCache::OnResourceMissing(XdsCacheEntry& entry, const std::string& version,
@@ -264,6 +307,7 @@ void XdsResourceCache::OnResourceMissing(XdsCacheEntry& entry, const std::string
   if (entry.state == XdsCacheState::kDoesNotExist || entry.state == XdsCacheState::kReceivedError) {
     return;
   }
+  entry.source_priority = entry.authority.active;
   entry.state = XdsCacheState::kDoesNotExist;
   entry.error = NotFoundError("does not exist");
   entry.failed_details = entry.error.message();
@@ -271,7 +315,7 @@ void XdsResourceCache::OnResourceMissing(XdsCacheEntry& entry, const std::string
   entry.failed_update_time = now;
   // A88: an LDS/CDS deletion is a data error; without fail_on_data_errors it
   // is ignored (OnAmbientError), the entry reads does_not_exist_but_cached.
-  ApplyDataError(entry, entry.server.config.fail_on_data_errors);
+  ApplyDataError(entry, entry.server().config.fail_on_data_errors);
 }
 
 // --- Resource timers -----------------------------------------------------------
@@ -283,7 +327,7 @@ void XdsResourceCache::MaybeStartResourceTimer(XdsCacheEntry& entry) {
       entry.timer.pending()) {
     return;
   }
-  const auto duration = entry.server.config.resource_timer_is_transient_error
+  const auto duration = entry.server().config.resource_timer_is_transient_error
                             ? timers_.transient_error_timeout
                             : timers_.does_not_exist_timeout;
   entry.timer.Start(duration, [this, &entry] { OnResourceTimerFired(entry); });
@@ -295,12 +339,13 @@ void XdsResourceCache::StopResourceTimers(const XdsServerState& server) {
 
 void XdsResourceCache::OnResourceTimerFired(XdsCacheEntry& entry) {
   if (entry.state != XdsCacheState::kRequested) return;
-  if (entry.server.config.resource_timer_is_transient_error) {
+  entry.source_priority = entry.authority.active;
+  if (entry.server().config.resource_timer_is_transient_error) {
     // A88: "the resulting error will have status UNAVAILABLE instead of
     // NOT_FOUND, and the cache state will be set to TIMEOUT".
     entry.state = XdsCacheState::kTimeout;
     entry.error = UnavailableError("timeout obtaining resource from xDS server " +
-                                   entry.server.config.server_uri);
+                                   entry.server().config.server_uri);
   } else {
     entry.state = XdsCacheState::kDoesNotExist;
     entry.error = NotFoundError("does not exist");
@@ -343,6 +388,12 @@ void XdsResourceCache::OnServerResponding(XdsServerState& server) {
     // none to give; its resource or its timer ends the wait.
     if (!entry.error.ok()) NotifyError(entry, entry.error);
   });
+}
+
+void XdsResourceCache::NotifyActiveServerError(const XdsAuthorityState& authority) {
+  const Status& error = authority.active_server().channel_error;
+  if (error.ok()) return;
+  ForEachEntryOf(authority, [&](XdsCacheEntry& entry) { NotifyError(entry, error); });
 }
 
 void XdsResourceCache::CountResourceUpdates(XdsServerState& server, std::string_view type_name,
@@ -402,6 +453,9 @@ XdsResourceSnapshot SnapshotOf(const std::string& type_url, const std::string& k
   out.failed_version = entry.failed_version;
   out.last_update_attempt = entry.failed_update_time;
   out.watchers = entry.watchers.size();
+  if (entry.source_priority != XdsAuthorityState::kNoServer) {
+    out.server_uri = entry.authority.servers[entry.source_priority]->config.server_uri;
+  }
   return out;
 }
 

@@ -48,13 +48,36 @@ struct XdsServerState {
   std::map<std::string, UpdateCounters, std::less<>> updates;  // by type name
 };
 
+// A71: the servers of one authority in bootstrap order (servers[0] is the
+// primary) and how far down that list the client has fallen back. Every
+// server of servers[0..active] has an ADS channel subscribed to every watched
+// resource of the authority, so the higher-priority ones keep being retried;
+// servers[active] is the one whose data is used. Lives as long as the client.
+struct XdsAuthorityState {
+  static constexpr size_t kNoServer = static_cast<size_t>(-1);
+
+  std::string name;  // the xdstp authority, or kOldStyleAuthority
+  std::vector<XdsServerState*> servers;
+  size_t active = 0;
+
+  XdsServerState& active_server() const { return *servers[active]; }
+  // The server's index in `servers`, or kNoServer.
+  size_t PriorityOf(const XdsServerState& server) const;
+};
+
 struct XdsCacheEntry {
-  XdsCacheEntry(Loop& loop, const XdsResourceType& t, XdsResourceName n, XdsServerState& s)
-      : type(t), name(std::move(n)), server(s), timer(loop) {}
+  XdsCacheEntry(Loop& loop, const XdsResourceType& t, XdsResourceName n, XdsAuthorityState& a)
+      : type(t), name(std::move(n)), authority(a), timer(loop) {}
 
   const XdsResourceType& type;
   const XdsResourceName name;
-  XdsServerState& server;  // A47: the server of the name's authority
+  XdsAuthorityState& authority;  // A47: the name's authority
+  // The server in use for the entry (A71: its authority's active server):
+  // its connectivity is the watchers' ambient error, its features apply.
+  XdsServerState& server() const { return authority.active_server(); }
+  // A71 "Reservations": the data of a lower-priority server than the one the
+  // entry's state came from is not used. `server` must be in the authority.
+  bool TakesDataFrom(const XdsServerState& server) const;
 
   XdsCacheState state = XdsCacheState::kRequested;
   // The resource in use and what it came with; null if none.
@@ -86,6 +109,9 @@ struct XdsCacheEntry {
   // invoked again with an OK status").
   Status delivered_ambient_error;
   Timer timer;  // the resource timer (A57)
+  // The priority (index in authority.servers) of the server whose response
+  // or resource timer last set the entry's state; kNoServer while REQUESTED.
+  size_t source_priority = XdsAuthorityState::kNoServer;
 };
 
 class XdsResourceCache {
@@ -99,6 +125,26 @@ class XdsResourceCache {
   ~XdsResourceCache();
 
   XdsServerState& GetOrCreateServer(const XdsServerConfig& config);
+  // The authority's state; `servers` (bootstrap order, not empty) are used
+  // when it is created.
+  XdsAuthorityState& GetOrCreateAuthority(const std::string& name,
+                                          const std::vector<XdsServerConfig>& servers);
+  template <typename F>
+  void ForEachAuthority(F f) {
+    for (auto& [name, authority] : authorities_) f(*authority);
+  }
+  template <typename F>
+  void ForEachEntryOf(const XdsAuthorityState& authority, F f) {
+    for (auto& [type_url, by_name] : entries_) {
+      for (auto& [key, entry] : by_name) {
+        if (&entry->authority == &authority) f(*entry);
+      }
+    }
+  }
+  // A71: true if a watched resource of the authority is not cached (still
+  // REQUESTED: received resources and ones known not to exist, NACKed or
+  // timed out are cached).
+  bool HasUncachedResource(const XdsAuthorityState& authority);
 
   // --- Watches -------------------------------------------------------------
   // Adds a watcher; a new entry starts REQUESTED. The watcher is first told
@@ -109,13 +155,13 @@ class XdsResourceCache {
     bool new_entry;
   };
   AddWatcherResult AddWatcher(const XdsResourceType& type, const XdsResourceName& name,
-                              XdsServerState& server,
+                              XdsAuthorityState& authority,
                               std::shared_ptr<WatcherRegistration> registration);
   // Removes a watcher (marking it cancelled). If that was the entry's last
-  // watcher, the entry is gone and its server is returned: the name must be
-  // unsubscribed there. Otherwise nullptr.
-  XdsServerState* RemoveWatcher(const XdsResourceType& type, std::string_view key,
-                                const XdsResourceWatcherInterface* watcher);
+  // watcher, the entry is gone and its authority is returned: the name must
+  // be unsubscribed from the authority's servers. Otherwise nullptr.
+  XdsAuthorityState* RemoveWatcher(const XdsResourceType& type, std::string_view key,
+                                   const XdsResourceWatcherInterface* watcher);
   XdsCacheEntry* Find(const XdsResourceType& type, std::string_view key);
 
   // --- Events from an ADS stream (A88, TP3, A46) ------------------------------
@@ -163,6 +209,9 @@ class XdsResourceCache {
   // The server answered: a standing failure is cleared for the watchers, and
   // the watchers of an entry without a resource get its error again.
   void OnServerResponding(XdsServerState& server);
+  // A71: every server of the authority down to its active one has failed:
+  // its watchers get the active server's error as OnServerFailure gives it.
+  void NotifyActiveServerError(const XdsAuthorityState& authority);
 
   void CountResourceUpdates(XdsServerState& server, std::string_view type_name, uint64_t valid,
                             uint64_t invalid);
@@ -201,7 +250,8 @@ class XdsResourceCache {
   std::map<std::string, std::map<std::string, std::unique_ptr<XdsCacheEntry>, std::less<>>,
            std::less<>>
       entries_;
-  std::map<std::string, std::unique_ptr<XdsServerState>, std::less<>> servers_;  // by Key()
+  std::map<std::string, std::unique_ptr<XdsServerState>, std::less<>> servers_;         // by Key()
+  std::map<std::string, std::unique_ptr<XdsAuthorityState>, std::less<>> authorities_;  // by name
 };
 
 // A78/A88 grpc.xds.cache_state label of an entry.

@@ -112,9 +112,20 @@ void XdsServerChannel::SendRequestFor(const std::string& type_url) {
   stream_->wake_writer.Send(true);
 }
 
+void XdsServerChannel::StartResourceTimers() {
+  if (stream_ == nullptr || stream_->ended) return;
+  for (auto& [type_url, state] : types_) {
+    for (const std::string& name : state.names_on_wire) {
+      XdsCacheEntry* entry = env_.cache.Find(*state.type, name);
+      if (entry != nullptr && &entry->server() == &server_)
+        env_.cache.MaybeStartResourceTimer(*entry);
+    }
+  }
+}
+
 void XdsServerChannel::ReportFailure(std::string_view what, const Status& status) {
   // Text as gRPC: "xDS channel for server <uri>: <what>".
-  env_.cache.OnServerFailure(
+  env_.events.OnServerFailure(
       server_, UnavailableError("xDS channel for server " + server_.config.server_uri + ": " +
                                 std::string(what) + status.ToString()));
 }
@@ -222,6 +233,7 @@ Task<bool> XdsServerChannel::RunStream(CancelState* cancel) {
     state.nonce.clear();
     state.pending_nack = Status();
     state.start_timers = true;
+    state.names_on_wire.clear();
     if (!state.names.empty()) stream.pending_types.push_back(type_url);
   }
   TaskGroup tasks(env_.loop, cancel);
@@ -308,16 +320,19 @@ Task<void> XdsServerChannel::WriteRequests(Stream& stream) {
     // The verdict is out: the watchers may hear about the response now.
     env_.notifications.Resume(answered);
     if (!sent.ok() || stream.ended) co_return;
+    state.names_on_wire = std::move(request.resource_names);
     if (!start_timers) continue;
     size_t looked_up = 0;
-    for (const std::string& name : request.resource_names) {
+    // A71: only the server in use for an entry times it; a higher-priority
+    // server retried meanwhile starts it once it is in use again.
+    for (const std::string& name : state.names_on_wire) {
       // 10 000 names are milliseconds of lookups: a slice at a time (each
       // name is looked up again after a yield, so one unsubscribed meanwhile
-      // is skipped).
+      // is skipped; a new stream clears the list only after this one ended).
       if (++looked_up % kNamesPerSlice == 0) co_await env_.loop.Yield();
       if (stream.ended) co_return;
       XdsCacheEntry* entry = env_.cache.Find(*state.type, name);
-      if (entry != nullptr && &entry->server == &server_)
+      if (entry != nullptr && &entry->server() == &server_)
         env_.cache.MaybeStartResourceTimer(*entry);
     }
   }
@@ -336,7 +351,8 @@ Task<void> XdsServerChannel::HandleResponse(Stream& stream, std::string serializ
   // The ACK/NACK goes out before any callback about this response runs:
   // slow callbacks must not keep the control plane waiting for its verdict.
   env_.notifications.Pause();
-  if (!std::exchange(stream.seen_response, true)) env_.cache.OnServerResponding(server_);
+  // A71: a higher-priority server that answers is used again from here on.
+  if (!std::exchange(stream.seen_response, true)) env_.events.OnServerResponding(server_);
   const XdsDecodeContext context{env_.bootstrap, server_.config};
   AdsResponseApplier applier(response, *state.type, context, server_, env_.cache);
   // A response with thousands of resources is decoded a slice at a time, so

@@ -13,6 +13,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "envoy/config/core/v3/base.pb.h"
 #include "http2/client_call.h"
@@ -29,6 +30,20 @@
 
 namespace uxds::xds_internal {
 
+// What a channel reports about its server's connectivity (A57); the client
+// decides there about fallback and switching back (A71).
+class XdsServerEvents {
+ public:
+  // The server could not be reached, or its stream closed before any
+  // response.
+  virtual void OnServerFailure(XdsServerState& server, const Status& error) = 0;
+  // A stream got its first response, before the response is applied.
+  virtual void OnServerResponding(XdsServerState& server) = 0;
+
+ protected:
+  ~XdsServerEvents() = default;
+};
+
 class XdsServerChannel {
  public:
   // What the channel uses of its client; outlives the channel.
@@ -39,6 +54,7 @@ class XdsServerChannel {
     const envoy::config::core::v3::Node& node;  // with user agent and client features
     XdsResourceCache& cache;
     WatcherNotificationQueue& notifications;
+    XdsServerEvents& events;
   };
 
   XdsServerChannel(const Environment& environment, XdsServerState& server);
@@ -50,6 +66,10 @@ class XdsServerChannel {
   void Subscribe(const XdsResourceType& type, const std::string& key);
   void Unsubscribe(const XdsResourceType& type, const std::string& key);
   bool HasSubscriptions() const;
+  // Starts the timers of the subscribed names the current stream has sent
+  // (A57), for entries this server is in use for: when it is in use again
+  // after a fallback (A71).
+  void StartResourceTimers();
 
   // The channel's life: runs until its task is cancelled.
   Task<void> Run();
@@ -77,6 +97,8 @@ class XdsServerChannel {
     // timers started (A57). An ACK naming the same names does not, and so
     // does not look 10 000 names up again.
     bool start_timers = false;
+    // The names of the last request on the wire on the current stream.
+    std::vector<std::string> names_on_wire;
     // Responses whose ACK/NACK is not on the wire yet: each holds back
     // watcher notifications until it is (WatcherNotificationQueue::Pause).
     int unanswered_responses = 0;

@@ -49,18 +49,7 @@ class XdsClientPoolTest : public XdsClientTest {
   }
   // The client_scope of every ClientConfig the pool's CSDS registry reports.
   std::vector<std::string> CsdsScopes() {
-    std::promise<envoy::service::status::v3::ClientStatusResponse> out;
-    loop_->RunSync([&] {
-      auto fetch =
-          [](std::shared_ptr<csds::CsdsClientRegistry> registry, Loop& loop,
-             std::promise<envoy::service::status::v3::ClientStatusResponse>* out) -> Task<void> {
-        auto response = co_await registry->Fetch(loop);
-        out->set_value(response.ok() ? *std::move(response)
-                                     : envoy::service::status::v3::ClientStatusResponse());
-      };
-      loop_->loop().Spawn(fetch(xds_internal::StateOf(*pool_).csds, loop_->loop(), &out));
-    });
-    const envoy::service::status::v3::ClientStatusResponse response = out.get_future().get();
+    const envoy::service::status::v3::ClientStatusResponse response = FetchCsds(*loop_, *pool_);
     std::vector<std::string> scopes;
     for (const auto& config : response.config()) {
       scopes.push_back(config.client_scope());

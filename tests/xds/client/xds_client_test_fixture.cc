@@ -4,6 +4,7 @@
 #include <future>
 
 #include "uxds/task.h"
+#include "xds/client/xds_client_pool_state.h"
 
 namespace uxds::testing {
 
@@ -43,6 +44,20 @@ Task<void> ShutdownTask(XdsClient* client, std::promise<void>* done) {
            << "got " << event->ToString() << ", want ClusterLoadAssignment " << cluster_name;
   }
   return ::testing::AssertionSuccess();
+}
+
+envoy::service::status::v3::ClientStatusResponse FetchCsds(LoopThread& loop, XdsClientPool& pool) {
+  using Response = envoy::service::status::v3::ClientStatusResponse;
+  std::promise<Response> out;
+  loop.RunSync([&] {
+    auto fetch = [](std::shared_ptr<csds::CsdsClientRegistry> registry, Loop& pool_loop,
+                    std::promise<Response>* out) -> Task<void> {
+      auto response = co_await registry->Fetch(pool_loop);
+      out->set_value(response.ok() ? *std::move(response) : Response());
+    };
+    loop.loop().Spawn(fetch(xds_internal::StateOf(pool).csds, loop.loop(), &out));
+  });
+  return out.get_future().get();
 }
 
 void XdsClientTest::SetUp() {

@@ -25,6 +25,7 @@
 #include "uxds/bootstrap.h"
 #include "uxds/loop.h"
 #include "uxds/xds_client.h"
+#include "uxds/xds_client_pool.h"
 
 namespace uxds::testing {
 
@@ -120,6 +121,10 @@ template <typename T>
 // Nothing received that was not taken (after XdsClientTest::Flush()).
 template <typename T>
 ::testing::AssertionResult NoMoreEvents(RecordingWatcher<T>& watcher);
+
+// What the pool's CSDS registry reports (one ClientConfig per live client),
+// fetched on `loop`, the pool's loop, from the test thread.
+envoy::service::status::v3::ClientStatusResponse FetchCsds(LoopThread& loop, XdsClientPool& pool);
 
 struct BootstrapFeatures {
   bool fail_on_data_errors = false;

@@ -1,0 +1,299 @@
+// A71 fallback between the servers of an authority, against two and three
+// fake control planes on loopback: when the client falls back (a
+// connectivity failure while a watched resource is not cached), what it takes
+// from the fallback server (only what is not cached, "Reservations"), and how
+// it switches back and closes the fallback stream.
+//
+// The servers' copies of a Cluster differ in connect_timeout (primary 1000
+// ms, secondary 2000 ms, tertiary 3000 ms), so each update names its source.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "uxds/xds_client_pool.h"
+#include "xds_client_test_fixture.h"
+
+namespace uxds::testing {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr int64_t kPrimaryTimeoutMs = 1000;
+constexpr int64_t kSecondaryTimeoutMs = 2000;
+constexpr int64_t kTertiaryTimeoutMs = 3000;
+
+class XdsClientFallbackTest : public XdsClientTest {
+ protected:
+  void SetUp() override {
+    XdsClientTest::SetUp();
+    secondary_ = FakeControlPlane::Start();
+    ASSERT_NE(secondary_, nullptr);
+  }
+  void TearDown() override {
+    XdsClientTest::TearDown();
+    secondary_.reset();
+    tertiary_.reset();
+  }
+
+  // A bootstrap whose top-level servers are `targets`, in that order.
+  Bootstrap MakeBootstrapWithServers(const std::vector<std::string>& targets,
+                                     BootstrapFeatures features = {}) const {
+    Bootstrap bootstrap = MakeBootstrap(targets.front(), features);
+    for (size_t i = 1; i < targets.size(); ++i) {
+      XdsServerConfig server = bootstrap.xds_servers.front();
+      server.server_uri = targets[i];
+      bootstrap.xds_servers.push_back(server);
+    }
+    return bootstrap;
+  }
+  // The control plane's Clusters, each with that server's connect_timeout.
+  static bool Serve(FakeControlPlane& cp, const std::vector<std::string>& names,
+                    int64_t connect_timeout_ms, const std::string& version) {
+    std::map<std::string, ResponseResource> resources;
+    for (const std::string& name : names) {
+      resources.emplace(name, ResponseResource(ClusterAny(name, connect_timeout_ms)));
+    }
+    return cp.SetResources(kClusterTypeUrl, resources, version);
+  }
+  // A control plane that is down: no new connection gets in, and every
+  // connection it had is cut without a goodbye.
+  static void TakeDown(FakeControlPlane& cp) {
+    ASSERT_TRUE(cp.StopListening());
+    ASSERT_TRUE(cp.DropAllConnections());
+  }
+  // True if a stream was ever opened to `cp` (the command round trip first
+  // collects every event the control plane has reported).
+  static bool EverConnected(FakeControlPlane& cp) {
+    cp.OpenStreams();
+    const std::vector<ObservedEvent>& events = cp.events();
+    return std::any_of(events.begin(), events.end(),
+                       [](const ObservedEvent& e) { return e.kind == "stream_opened"; });
+  }
+  // Takes ambient errors until `count` UNAVAILABLE ones have arrived: each is
+  // one more failed attempt to reach the server.
+  static void WaitForFailedAttempts(ClusterWatcher& watcher, int count) {
+    for (int i = 0; i < count; ++i) {
+      ASSERT_TRUE(NextIsAmbient(watcher, StatusCode::kUnavailable, "connection failed"));
+    }
+  }
+
+  // `server`, down so far, comes back with its copy of c1: the client uses
+  // it again and closes its stream `lower_stream` to `lower`, the server it
+  // used meanwhile.
+  void ExpectSwitchBack(FakeControlPlane& server, int64_t connect_timeout_ms,
+                        const std::string& version, ClusterWatcher& c1, FakeControlPlane& lower,
+                        int64_t lower_stream) {
+    ASSERT_TRUE(Serve(server, {"c1"}, connect_timeout_ms, version));
+    ASSERT_TRUE(server.RestartListening());
+    EXPECT_TRUE(NextIsCluster(c1, "c1", connect_timeout_ms));
+    EXPECT_TRUE(lower.WaitForStreamClosed(kWait, lower_stream).has_value());
+    const XdsResourceSnapshot entry = Entry(kClusterTypeUrl, "c1");
+    EXPECT_EQ(entry.version, version);
+    EXPECT_EQ(entry.server_uri, server.target());
+  }
+
+  std::unique_ptr<FakeControlPlane> secondary_;
+  std::unique_ptr<FakeControlPlane> tertiary_;
+};
+
+// A71: the primary is down when the client starts and nothing is cached:
+// the secondary's data is served, without the watchers hearing of the
+// primary's failure. Once the primary answers again its data replaces the
+// fallback's and the stream to the secondary is closed.
+TEST_F(XdsClientFallbackTest, PrimaryDownAtStartServesTheFallbackThenSwitchesBack) {
+  ASSERT_TRUE(cp_->StopListening());
+  ASSERT_TRUE(Serve(*secondary_, {"c1"}, kSecondaryTimeoutMs, "s1"));
+  StartClient(MakeBootstrapWithServers({cp_->target(), secondary_->target()}));
+  auto c1 = Watch(TestClusterType::Get(), "c1");
+  EXPECT_TRUE(NextIsCluster(*c1, "c1", kSecondaryTimeoutMs));
+  const XdsResourceSnapshot entry = Entry(kClusterTypeUrl, "c1");
+  EXPECT_EQ(entry.state, XdsCacheState::kAcked);
+  EXPECT_EQ(entry.version, "s1");
+  EXPECT_EQ(entry.server_uri, secondary_->target());
+  const std::optional<int64_t> fallback_stream = secondary_->WaitForStreamOpened(kWait);
+  ASSERT_TRUE(fallback_stream.has_value());
+
+  // The primary was retried all along; it comes back with its own copy.
+  ExpectSwitchBack(*cp_, kPrimaryTimeoutMs, "p1", *c1, *secondary_, *fallback_stream);
+  // The secondary's later data is no longer used, and nothing reconnects to it.
+  ASSERT_TRUE(Serve(*secondary_, {"c1"}, kSecondaryTimeoutMs, "s2"));
+  ASSERT_TRUE(Serve(*cp_, {"c1"}, kPrimaryTimeoutMs + 1, "p2"));
+  EXPECT_TRUE(NextIsCluster(*c1, "c1", kPrimaryTimeoutMs + 1));
+  Flush();
+  EXPECT_TRUE(NoMoreEvents(*c1));
+  EXPECT_TRUE(secondary_->OpenStreams().empty());
+}
+
+// A71: "At least one watcher exists for a resource that is not cached": with
+// everything cached the client rides out a primary outage on its cache, with
+// the outage as an ambient error, and never connects to the secondary.
+TEST_F(XdsClientFallbackTest, EverythingCachedNeverFallsBack) {
+  ASSERT_TRUE(Serve(*cp_, {"c1", "c2"}, kPrimaryTimeoutMs, "p1"));
+  ASSERT_TRUE(Serve(*secondary_, {"c1", "c2"}, kSecondaryTimeoutMs, "s1"));
+  StartClient(MakeBootstrapWithServers({cp_->target(), secondary_->target()}));
+  auto c1 = Watch(TestClusterType::Get(), "c1");
+  auto c2 = Watch(TestClusterType::Get(), "c2");
+  EXPECT_TRUE(NextIsCluster(*c1, "c1", kPrimaryTimeoutMs));
+  EXPECT_TRUE(NextIsCluster(*c2, "c2", kPrimaryTimeoutMs));
+  TakeDown(*cp_);
+  // Three failed reconnects in a row, each one a chance to fall back.
+  WaitForFailedAttempts(*c1, 3);
+  EXPECT_FALSE(EverConnected(*secondary_));
+  EXPECT_EQ(Entry(kClusterTypeUrl, "c1").server_uri, cp_->target());
+  EXPECT_EQ(Entry(kClusterTypeUrl, "c2").version, "p1");
+}
+
+// A71: "mid-config update": the primary names a new cluster (here: the
+// application watches c2 after c1) and dies before sending it. c2 comes from
+// the secondary; c1, cached from the primary, stays the primary's although
+// the secondary sends its own copy ("Reservations").
+TEST_F(XdsClientFallbackTest, MidUpdateOutageTakesTheNewClusterFromTheFallback) {
+  ASSERT_TRUE(Serve(*cp_, {"c1"}, kPrimaryTimeoutMs, "p1"));
+  ASSERT_TRUE(Serve(*secondary_, {"c1", "c2"}, kSecondaryTimeoutMs, "s1"));
+  StartClient(MakeBootstrapWithServers({cp_->target(), secondary_->target()}));
+  auto c1 = Watch(TestClusterType::Get(), "c1");
+  EXPECT_TRUE(NextIsCluster(*c1, "c1", kPrimaryTimeoutMs));
+  ASSERT_TRUE(cp_->IgnoreRequests(true, kClusterTypeUrl));
+  auto c2 = Watch(TestClusterType::Get(), "c2");
+  ASSERT_TRUE(WaitForRequest(kClusterTypeUrl, {"c1", "c2"}).has_value());
+  TakeDown(*cp_);
+
+  EXPECT_TRUE(NextIsCluster(*c2, "c2", kSecondaryTimeoutMs));
+  // The secondary was asked for every watched resource.
+  EXPECT_TRUE(WaitForRequest(*secondary_, kClusterTypeUrl, {"c1", "c2"}).has_value());
+  Flush();
+  EXPECT_TRUE(NoMoreEvents(*c1));
+  const XdsResourceSnapshot cached = Entry(kClusterTypeUrl, "c1");
+  EXPECT_EQ(cached.version, "p1");
+  EXPECT_EQ(cached.server_uri, cp_->target());
+  const XdsResourceSnapshot fallen_back = Entry(kClusterTypeUrl, "c2");
+  EXPECT_EQ(fallen_back.version, "s1");
+  EXPECT_EQ(fallen_back.server_uri, secondary_->target());
+}
+
+// A57 / A88 with A71: a primary that accepts the stream and never answers is
+// no connectivity failure, so the resource timer decides (TIMEOUT with
+// resource_timer_is_transient_error). A timed-out resource is cached, so not
+// even the primary's later failure makes the client fall back.
+TEST_F(XdsClientFallbackTest, APrimaryThatNeverAnswersTimesOutWithoutFallback) {
+  ASSERT_TRUE(cp_->IgnoreRequests(true));
+  ASSERT_TRUE(Serve(*secondary_, {"c1"}, kSecondaryTimeoutMs, "s1"));
+  XdsClientOptions options = TestOptions();
+  options.resource_transient_error_timeout = milliseconds(300);
+  BootstrapFeatures features;
+  features.resource_timer_is_transient_error = true;
+  StartClient(MakeBootstrapWithServers({cp_->target(), secondary_->target()}, features), options);
+  auto c1 = Watch(TestClusterType::Get(), "c1");
+  ASSERT_TRUE(WaitForRequest(kClusterTypeUrl, {"c1"}).has_value());
+  EXPECT_TRUE(NextIsError(*c1, StatusCode::kUnavailable, "timeout obtaining resource"));
+  EXPECT_EQ(Entry(kClusterTypeUrl, "c1").state, XdsCacheState::kTimeout);
+  EXPECT_FALSE(EverConnected(*secondary_));
+
+  // The stream now closes without a response: a connectivity failure, but
+  // nothing uncached is watched.
+  TakeDown(*cp_);
+  EXPECT_TRUE(NextIsError(*c1, StatusCode::kUnavailable, "xDS call failed with no responses"));
+  EXPECT_TRUE(NextIsError(*c1, StatusCode::kUnavailable, "connection failed"));
+  EXPECT_FALSE(EverConnected(*secondary_));
+  EXPECT_EQ(Entry(kClusterTypeUrl, "c1").state, XdsCacheState::kTimeout);
+}
+
+// A71 down a list of three: the primary and the secondary are down, the
+// tertiary serves; then each higher-priority server that comes back takes
+// over in turn and the stream to the one below it is closed.
+TEST_F(XdsClientFallbackTest, AChainFallsToTheTertiaryAndClimbsBackOneServerAtATime) {
+  tertiary_ = FakeControlPlane::Start();
+  ASSERT_NE(tertiary_, nullptr);
+  ASSERT_TRUE(cp_->StopListening());
+  ASSERT_TRUE(secondary_->StopListening());
+  ASSERT_TRUE(Serve(*tertiary_, {"c1"}, kTertiaryTimeoutMs, "t1"));
+  StartClient(MakeBootstrapWithServers({cp_->target(), secondary_->target(), tertiary_->target()}));
+  auto c1 = Watch(TestClusterType::Get(), "c1");
+  EXPECT_TRUE(NextIsCluster(*c1, "c1", kTertiaryTimeoutMs));
+  EXPECT_EQ(Entry(kClusterTypeUrl, "c1").server_uri, tertiary_->target());
+  const std::optional<int64_t> tertiary_stream = tertiary_->WaitForStreamOpened(kWait);
+  ASSERT_TRUE(tertiary_stream.has_value());
+
+  ExpectSwitchBack(*secondary_, kSecondaryTimeoutMs, "s1", *c1, *tertiary_, *tertiary_stream);
+  const std::optional<int64_t> secondary_stream = secondary_->WaitForStreamOpened(kWait);
+  ASSERT_TRUE(secondary_stream.has_value());
+
+  ExpectSwitchBack(*cp_, kPrimaryTimeoutMs, "p1", *c1, *secondary_, *secondary_stream);
+  EXPECT_TRUE(tertiary_->OpenStreams().empty());
+}
+
+// A71 with the name resolution of #9 item 5: a primary whose host name does
+// not resolve is a connectivity failure, and the next server serves.
+TEST_F(XdsClientFallbackTest, APrimaryWhoseHostDoesNotResolveFallsBackToTheNext) {
+  ASSERT_TRUE(Serve(*secondary_, {"c1"}, kSecondaryTimeoutMs, "s1"));
+  StartClient(MakeBootstrapWithServers({"xds.example.invalid:443", secondary_->target()}));
+  auto c1 = Watch(TestClusterType::Get(), "c1");
+  EXPECT_TRUE(NextIsCluster(*c1, "c1", kSecondaryTimeoutMs));
+  EXPECT_EQ(Entry(kClusterTypeUrl, "c1").server_uri, secondary_->target());
+}
+
+// A71 "per-target instances": two targets with their own XdsClient from one
+// pool. The primary goes down while only target b waits for a resource: b
+// falls back, a keeps its cache (with the outage as an ambient error). CSDS
+// reports both, each under its own client_scope with its own source.
+TEST_F(XdsClientFallbackTest, OnlyTheTargetWithAnUncachedResourceFallsBack) {
+  std::shared_ptr<XdsClientPool> pool;
+  loop_->RunSync([&] {
+    auto created = XdsClientPool::Create(
+        loop_->loop(), MakeBootstrapWithServers({cp_->target(), secondary_->target()}),
+        TestOptions());
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    pool = *std::move(created);
+  });
+  ASSERT_NE(pool, nullptr);
+  std::shared_ptr<XdsClient> a;
+  std::shared_ptr<XdsClient> b;
+  loop_->RunSync([&] {
+    a = *pool->Get("xds:///a");
+    b = *pool->Get("xds:///b");
+  });
+  ASSERT_TRUE(Serve(*cp_, {"c1"}, kPrimaryTimeoutMs, "p1"));
+  ASSERT_TRUE(Serve(*secondary_, {"c1", "c2"}, kSecondaryTimeoutMs, "s1"));
+  auto a_c1 = std::make_shared<ClusterWatcher>();
+  loop_->RunSync([&] { a->WatchResource(TestClusterType::Get(), "c1", a_c1); });
+  EXPECT_TRUE(NextIsCluster(*a_c1, "c1", kPrimaryTimeoutMs));
+  ASSERT_TRUE(cp_->IgnoreRequests(true, kClusterTypeUrl));
+  auto b_c2 = std::make_shared<ClusterWatcher>();
+  loop_->RunSync([&] { b->WatchResource(TestClusterType::Get(), "c2", b_c2); });
+  ASSERT_TRUE(WaitForRequest(kClusterTypeUrl, {"c2"}).has_value());
+  TakeDown(*cp_);
+
+  EXPECT_TRUE(NextIsCluster(*b_c2, "c2", kSecondaryTimeoutMs));
+  WaitForFailedAttempts(*a_c1, 2);
+  // Only b's client ever asked the secondary for anything.
+  for (const ObservedRequest& request : secondary_->AllRequests()) {
+    EXPECT_EQ(request.resource_names, std::vector<std::string>{"c2"});
+  }
+
+  const envoy::service::status::v3::ClientStatusResponse csds = FetchCsds(*loop_, *pool);
+  ASSERT_EQ(csds.config_size(), 2);
+  for (const auto& config : csds.config()) {
+    ASSERT_EQ(config.generic_xds_configs_size(), 1) << config.client_scope();
+    const auto& resource = config.generic_xds_configs(0);
+    EXPECT_EQ(resource.client_status(), envoy::admin::v3::ACKED);
+    if (config.client_scope() == "xds:///a") {
+      EXPECT_EQ(resource.name(), "c1");
+      EXPECT_EQ(resource.version_info(), "p1");
+    } else {
+      EXPECT_EQ(config.client_scope(), "xds:///b");
+      EXPECT_EQ(resource.name(), "c2");
+      EXPECT_EQ(resource.version_info(), "s1");
+    }
+  }
+  loop_->RunSync([&] {
+    a.reset();
+    b.reset();
+    pool.reset();
+  });
+}
+
+}  // namespace
+}  // namespace uxds::testing
