@@ -112,8 +112,10 @@ class PickerSlot {
  private:
   friend class PickScope;
   struct Retired;
-  std::atomic<const Picker*> current_{nullptr};
-  Retired* retired_ = nullptr;  // control thread only
+  // Read by every pick; a line of its own, apart from what only the
+  // control thread writes.
+  alignas(64) std::atomic<const Picker*> current_{nullptr};
+  alignas(64) Retired* retired_ = nullptr;  // control thread only
 };
 
 // A read-side section on the calling thread. Scopes nest; a thread may have

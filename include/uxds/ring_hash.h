@@ -112,9 +112,33 @@ class Ring {
     return index == size_ ? 0 : index;
   }
 
+  // The endpoint of the entry FindIndex(hash) finds, in one cache line:
+  // what a pick reads when that endpoint is READY. The ring is also laid
+  // out as one 64-byte line per range of hashes (see PickLine); a pick
+  // counts the line's entries below `hash` and takes the endpoint of the
+  // next one, packed in the same slot. A line whose range holds more
+  // entries than fit, or a ring with more endpoints than lines (no room to
+  // pack them), answers through FindIndex.
+  uint32_t FindEndpoint(uint64_t hash) const {
+    if (!lines_.empty()) [[likely]] {
+      const uint64_t* slot = lines_[hash >> line_shift_].slot;
+      // Entries of the line share the hash's top bits: only the rest is
+      // kept, shifted above the endpoint, so one unsigned compare per slot
+      // says "entry hash < hash" whatever the endpoint bits.
+      const uint64_t query = (hash & low_hash_mask_) << endpoint_bits_;
+      const uint64_t answer = slot[CountBelow(slot, query)];
+      if (answer != PickLine::kOverflow) [[likely]] {
+        return static_cast<uint32_t>(answer & endpoint_mask_);
+      }
+    }
+    return entries_[FindIndex(hash)].endpoint;
+  }
+
   // The same answer by a binary search over the whole ring: what Envoy and
   // gRPC do; kept as the benchmark's baseline and the tests' reference.
   size_t FindIndexByBinarySearch(uint64_t hash) const;
+  // Whether FindEndpoint answers from the packed lines (tests).
+  bool has_pick_lines() const { return !lines_.empty(); }
 
  private:
   // Buckets of up to window_ entries are scanned; fuller ones (about 2 %
@@ -129,9 +153,38 @@ class Ring {
     return static_cast<size_t>(e[0].hash < hash) + static_cast<size_t>(e[1].hash < hash) +
            static_cast<size_t>(e[2].hash < hash) + static_cast<size_t>(e[3].hash < hash);
   }
+  // Written out: a loop is not unrolled at -O2, and its branch is the
+  // only one left on a pick's path.
+  static size_t CountBelow(const uint64_t* slot, uint64_t query) {
+    static_assert(PickLine::kEntries == 7);
+    return static_cast<size_t>(slot[0] < query) + static_cast<size_t>(slot[1] < query) +
+           static_cast<size_t>(slot[2] < query) + static_cast<size_t>(slot[3] < query) +
+           static_cast<size_t>(slot[4] < query) + static_cast<size_t>(slot[5] < query) +
+           static_cast<size_t>(slot[6] < query);
+  }
   static constexpr uint32_t kInsertionSortLimit = 32;
   size_t BinarySearchIn(uint64_t hash, uint32_t lo, uint32_t hi) const;
-  void BuildIndexAndSort(std::vector<Entry> unsorted);
+  void BuildIndexAndSort(std::span<const Entry> unsorted);
+  // Build's scratch buffers are kept for rings up to this size.
+  static constexpr size_t kKeptScratchEntries = size_t{1} << 16;
+  void BuildPickLines(size_t endpoint_count);
+
+  // The hashes in [b << line_shift_, (b + 1) << line_shift_), the sorted
+  // entries of that range first: slot i = (hash's low bits << endpoint
+  // bits) | endpoint. The slots after them hold the endpoint of the range's
+  // first later entry (wrapping to entry 0) under all-ones hash bits, which
+  // no query is above; slot kEntries holds that endpoint alone, or
+  // kOverflow when the range has more than kEntries entries.
+  struct alignas(64) PickLine {
+    static constexpr size_t kEntries = 7;
+    static constexpr uint64_t kOverflow = UINT64_MAX;
+    uint64_t slot[kEntries + 1];
+  };
+  std::vector<PickLine> lines_;  // empty: FindEndpoint uses FindIndex
+  unsigned line_shift_ = 63;
+  unsigned endpoint_bits_ = 0;
+  uint64_t low_hash_mask_ = 0;
+  uint64_t endpoint_mask_ = 0;
 
   // The sorted entries, then kWideScanWindow padding entries that FindIndex
   // may read but never counts.

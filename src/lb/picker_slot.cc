@@ -34,7 +34,13 @@ struct alignas(64) ReaderRecord {
   unsigned depth = 0;            // owner thread only
 };
 
-std::atomic<uint64_t> g_epoch{1};
+// Every scope reads the epoch; the control thread writes it once per
+// publication. A line of its own, so no write to a neighbouring global
+// takes it away from the picking threads.
+struct alignas(64) Epoch {
+  std::atomic<uint64_t> value{1};
+};
+Epoch g_epoch;
 std::atomic<ReaderRecord*> g_records{nullptr};
 
 bool RegisterMembarrier() {
@@ -73,12 +79,28 @@ struct ThreadRecord {
   // Decided once per thread, after the process registered for membarrier
   // (HaveMembarrier() is called first by every path that reads it).
   bool full_fence = !HaveMembarrier();
-  ~ThreadRecord() { record->owned.store(false, std::memory_order_release); }
+  ~ThreadRecord();
 };
 
-ThreadRecord& CurrentThreadRecord() {
+// The pick path reads this plain pointer: a thread_local with a
+// constructor is reached through a call that checks it was made.
+thread_local constinit ThreadRecord* t_record = nullptr;
+
+[[gnu::noinline]] ThreadRecord& MakeThreadRecord() {
   thread_local ThreadRecord record;
+  t_record = &record;
   return record;
+}
+
+ThreadRecord::~ThreadRecord() {
+  t_record = nullptr;
+  record->owned.store(false, std::memory_order_release);
+}
+
+ThreadRecord& CurrentThreadRecord() {
+  if (t_record == nullptr) [[unlikely]]
+    return MakeThreadRecord();
+  return *t_record;
 }
 
 void HeavyBarrier() {
@@ -138,7 +160,7 @@ void PickerSlot::Publish(const Picker* picker) {
   const Picker* old = current_.exchange(picker, std::memory_order_acq_rel);
   if (old == nullptr) return;
   // A reader that reads the incremented epoch also sees the new pointer.
-  const uint64_t epoch = g_epoch.fetch_add(1, std::memory_order_acq_rel);
+  const uint64_t epoch = g_epoch.value.fetch_add(1, std::memory_order_acq_rel);
   retired_ = new Retired{old, epoch, retired_};
 }
 
@@ -169,7 +191,7 @@ size_t PickerSlot::retired() const {
 PickScope::PickScope(const PickerSlot& slot) {
   ThreadRecord& t = CurrentThreadRecord();
   if (t.record->depth++ == 0) {
-    t.record->epoch.store(g_epoch.load(std::memory_order_acquire), std::memory_order_relaxed);
+    t.record->epoch.store(g_epoch.value.load(std::memory_order_acquire), std::memory_order_relaxed);
     if (t.full_fence) {
       std::atomic_thread_fence(std::memory_order_seq_cst);
     } else {

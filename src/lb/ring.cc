@@ -83,7 +83,12 @@ Ring Ring::Build(std::span<const RingEndpoint> endpoints, const RingSizeConfig& 
   const double max_ring = static_cast<double>(sizes.effective_max());
   const double scale = std::min(std::ceil(min_normalized * min_ring) / min_normalized, max_ring);
 
-  std::vector<Entry> unsorted;
+  // Scratch kept by the building thread between builds: a ring is rebuilt
+  // on every EDS update, and fresh buffers of this size come from the
+  // kernel each time (page faults) once the allocator has handed the last
+  // ones back. Large rings' scratch is not kept.
+  thread_local std::vector<Entry> unsorted;
+  unsorted.clear();
   unsorted.reserve(static_cast<size_t>(std::ceil(scale)) + 1);
   // Step 4: walk endpoints in order; `<key>_<n>` hashed, n counting per
   // endpoint. The key is copied once; only the counter is rewritten.
@@ -103,8 +108,51 @@ Ring Ring::Build(std::span<const RingEndpoint> endpoints, const RingSizeConfig& 
       unsorted.push_back(Entry{XXH64(buffer.data(), prefix + len, 0), i});
     }
   }
-  ring.BuildIndexAndSort(std::move(unsorted));
+  ring.BuildIndexAndSort(unsorted);
+  ring.BuildPickLines(endpoints.size());
+  if (unsorted.capacity() > kKeptScratchEntries) std::vector<Entry>().swap(unsorted);
   return ring;
+}
+
+void Ring::BuildPickLines(size_t endpoint_count) {
+  const size_t n = size_;
+  std::vector<PickLine>().swap(lines_);
+  // Small rings stay in cache, where the table and the scan are faster
+  // than counting 7 slots (measured: bench/ring_pick_bench.cc); from
+  // kWideFrom on, a pick through the table misses the cache twice (table,
+  // then entries) and through a line once.
+  if (n < kWideFrom) return;
+  // About 4 entries per line, so the lines take as much memory as the
+  // entries: 5 % of the lines hold more than PickLine::kEntries, and a pick
+  // lands past the 7th entry of one for under 1 % of hashes.
+  const unsigned bits = static_cast<unsigned>(std::bit_width(n - 1)) - 2;
+  const unsigned endpoint_bits =
+      static_cast<unsigned>(std::bit_width(std::max<size_t>(endpoint_count, 1) - 1));
+  // Room for the endpoint below the hash bits a line does not imply.
+  if (endpoint_bits > bits || endpoint_count > UINT32_MAX) return;
+  line_shift_ = 64 - bits;
+  endpoint_bits_ = endpoint_bits;
+  low_hash_mask_ = UINT64_MAX >> bits;
+  endpoint_mask_ = (uint64_t{1} << endpoint_bits) - 1;
+  const size_t line_count = size_t{1} << bits;
+  ReserveForRandomReads(lines_, line_count);
+  lines_.resize(line_count);
+  const uint64_t no_entry = low_hash_mask_ << endpoint_bits_;
+  size_t next = 0;  // the first entry of the current line's range
+  for (size_t b = 0; b < line_count; ++b) {
+    size_t end = next;
+    while (end < n && (entries_[end].hash >> line_shift_) == b) ++end;
+    const uint64_t after = entries_[end == n ? 0 : end].endpoint;
+    uint64_t* slot = lines_[b].slot;
+    size_t i = 0;
+    for (; i < PickLine::kEntries && next + i < end; ++i) {
+      const Entry& e = entries_[next + i];
+      slot[i] = ((e.hash & low_hash_mask_) << endpoint_bits_) | e.endpoint;
+    }
+    for (; i < PickLine::kEntries; ++i) slot[i] = no_entry | after;
+    slot[PickLine::kEntries] = end - next > PickLine::kEntries ? PickLine::kOverflow : after;
+    next = end;
+  }
 }
 
 // Step 5 and the lookup table together: a counting sort by the hash's top
@@ -112,7 +160,7 @@ Ring Ring::Build(std::span<const RingEndpoint> endpoints, const RingSizeConfig& 
 // insertion sort inside each bucket. Linear time, and the bucket starts are
 // the lookup table. Insertion sort is stable: equal hashes keep the order
 // in which they were generated.
-void Ring::BuildIndexAndSort(std::vector<Entry> unsorted) {
+void Ring::BuildIndexAndSort(std::span<const Entry> unsorted) {
   const size_t n = unsorted.size();
   // About one entry per bucket; about 4 for large rings, whose table
   // would otherwise be a quarter of the ring's size and miss the cache.
@@ -128,8 +176,10 @@ void Ring::BuildIndexAndSort(std::vector<Entry> unsorted) {
   size_ = n;
   ReserveForRandomReads(entries_, n + kWideScanWindow);
   entries_.assign(n + kWideScanWindow, Entry{UINT64_MAX, 0});
-  std::vector<uint32_t> fill(bucket_start_.begin(), bucket_start_.end() - 1);
+  thread_local std::vector<uint32_t> fill;  // scratch, as in Build
+  fill.assign(bucket_start_.begin(), bucket_start_.end() - 1);
   for (const Entry& e : unsorted) entries_[fill[e.hash >> bucket_shift_]++] = e;
+  if (fill.capacity() > kKeptScratchEntries) std::vector<uint32_t>().swap(fill);
   for (size_t b = 0; b < buckets; ++b) {
     const uint32_t lo = bucket_start_[b];
     const uint32_t hi = bucket_start_[b + 1];

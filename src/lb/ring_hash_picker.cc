@@ -45,14 +45,15 @@ PickResult RingHashPicker::Pick(const PickArgs& args) const {
 
 // A42's pseudo-code, branch for branch.
 PickResult RingHashPicker::PickForHash(uint64_t hash) const {
-  const size_t first = ring_->FindIndex(hash);
-  // The common case first, the endpoint looked up once.
-  const Subchannel* subchannel = subchannels_[(*ring_)[first].endpoint];
+  // The common case first: the first entry's endpoint from one cache line
+  // of the ring, its state from its subchannel; the entry's place in the
+  // ring is looked up only to walk on from it.
+  const Subchannel* subchannel = subchannels_[ring_->FindEndpoint(hash)];
   const ConnectivityState state = subchannel->state();
   if (state == ConnectivityState::kReady) [[likely]] {
     return PickResult::Complete(&subchannel->endpoint());
   }
-  return PickFromNotReady(first, state);
+  return PickFromNotReady(ring_->FindIndex(hash), state);
 }
 
 // Out of line: the READY path then saves no registers.

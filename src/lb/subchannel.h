@@ -87,8 +87,11 @@ class Subchannel {
   SubchannelPool& pool_;
   SocketAddress address_;
   Endpoint endpoint_;
-  std::atomic<ConnectivityState> visible_state_{ConnectivityState::kIdle};
-  ConnectivityState raw_state_ = ConnectivityState::kIdle;
+  // Read by every pick on any thread: a line of its own, so the control
+  // thread's writes to the fields after it (refs_ changes with every
+  // picker made or freed) do not take it away from the picking threads.
+  alignas(64) std::atomic<ConnectivityState> visible_state_{ConnectivityState::kIdle};
+  alignas(64) ConnectivityState raw_state_ = ConnectivityState::kIdle;
   Status last_failure_;
   bool connect_requested_ = false;  // control thread
   std::unique_ptr<Event> wakeup_;   // set when a request arrives while waiting

@@ -199,6 +199,22 @@ TEST_F(ClusterLoadBalancerTest, RingHashSameHashSameEndpoint) {
   }());
 }
 
+TEST_F(ClusterLoadBalancerTest, RingHashKeepsOneConnectionAttemptGoingWithoutPicks) {
+  // A42 (with proposal#475's fix): one endpoint failed and none CONNECTING
+  // is CONNECTING by rule 4, and the policy then starts one IDLE endpoint
+  // by itself; no pick after the first asks for it.
+  const std::string refused = lb_testing::RefusedAddress().ToString();
+  lb_->Update(RingHashCluster(), MakeEndpoints({{{refused, Addr(0), Addr(1)}}}));
+  loop_->BlockOn([&]() -> Task<void> {
+    // The hash of the refused endpoint's first ring entry picks that entry.
+    EXPECT_EQ(Pick(XxHash64(refused + "_0")).kind, PickResult::Kind::kQueue);
+    CO_ASSERT_TRUE(co_await WaitForLbState(State::kReady));
+    const uint64_t first = pool_->Get(backends_[0]->address())->connection_attempts();
+    const uint64_t second = pool_->Get(backends_[1]->address())->connection_attempts();
+    EXPECT_EQ(first + second, 1u);  // one IDLE endpoint, not every one
+  }());
+}
+
 TEST_F(ClusterLoadBalancerTest, RingHashRequestHashHeaderFromTheCluster) {
   // A76: the Cluster's ring_hash_experimental config names the header.
   ClusterResource cluster = RingHashCluster();

@@ -292,14 +292,18 @@ void ExpectLookupsAgree(const std::vector<RingEndpoint>& endpoints, const RingSi
     const size_t fast = ring.FindIndex(hash);
     const size_t binary = ring.FindIndexByBinarySearch(hash);
     const size_t expected = reference(hash);
-    if (fast != expected || binary != expected) {
+    // What a pick of a READY endpoint reads: the packed lines.
+    const uint32_t endpoint = ring.FindEndpoint(hash);
+    if (fast != expected || binary != expected || endpoint != naive[expected].endpoint) {
       if (++mismatches <= 5) {
         ADD_FAILURE() << "ring of " << ring.size() << ", hash " << hash << ": FindIndex " << fast
-                      << ", binary search " << binary << ", expected " << expected;
+                      << ", binary search " << binary << ", expected " << expected
+                      << "; FindEndpoint " << endpoint << ", expected " << naive[expected].endpoint;
       }
     }
   }
   EXPECT_EQ(mismatches, 0u);
+  EXPECT_EQ(ring.FindEndpoint(last + 1), naive[0].endpoint);
   EXPECT_EQ(ring.FindIndex(last + 1), 0u);
   EXPECT_EQ(ring.FindIndexByBinarySearch(last + 1), 0u);
 }
@@ -346,6 +350,28 @@ TEST(RingTest, EndpointsSharingAHashKeyCrowdABucket) {
   ExpectLookupsAgree(all_same, RingSizeConfig{1000, 1000}, 11);
   // The same on a large ring (the wider buckets).
   ExpectLookupsAgree(all_same, RingSizeConfig{1 << 18, 1 << 18, 1 << 18}, 14);
+}
+
+TEST(RingTest, PickLinesCoverEveryRingShape) {
+  const uint64_t kMax = RingSizeConfig::kMaxRingSizeLimit;
+  const RingSizeConfig large{1 << 18, kMax, 1 << 18};
+  // Rings of 2^18 entries and more answer READY picks from packed lines;
+  // smaller ones from the table (ExpectLookupsAgree checks both).
+  EXPECT_FALSE(Ring::Build(EqualEndpoints(100), RingSizeConfig{4096, 4096}).has_pick_lines());
+  EXPECT_TRUE(Ring::Build(EqualEndpoints(100), large).has_pick_lines());
+  // More endpoints than lines: no room to pack an endpoint beside the
+  // hash; FindIndex answers every pick.
+  const std::vector<RingEndpoint> many = EqualEndpoints(140000);
+  EXPECT_FALSE(Ring::Build(many, large).has_pick_lines());
+  ExpectLookupsAgree(many, large, 15);
+  // One endpoint: no endpoint bits at all.
+  EXPECT_TRUE(Ring::Build(EqualEndpoints(1), large).has_pick_lines());
+  ExpectLookupsAgree(EqualEndpoints(1), large, 16);
+  // Every line that has entries holds more than 7 (100 equal hashes each):
+  // picks past the 7th answer through FindIndex.
+  const std::vector<RingEndpoint> crowded(100, RingEndpoint{"k", 1});
+  EXPECT_TRUE(Ring::Build(crowded, large).has_pick_lines());
+  ExpectLookupsAgree(crowded, large, 17);
 }
 
 TEST(RingTest, EmptyEndpointListGivesAnEmptyRing) {
