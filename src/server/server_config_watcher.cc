@@ -156,6 +156,13 @@ void ServerConfigWatcher::TryApply() {
     auto it = rds_.find(name);
     if (it == rds_.end() || !it->second.update.has_value()) return;
   }
+  // A Listener equal to the one served (e.g. back after a pending update
+  // was replaced) changes nothing and drains nothing (gRPC compares deeply).
+  if (current_ != nullptr && *current_ == *pending_) {
+    pending_ = nullptr;
+    UpdateRdsWatches();
+    return;
+  }
   current_ = std::move(pending_);
   pending_ = nullptr;
   UpdateRdsWatches();
