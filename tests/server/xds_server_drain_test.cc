@@ -66,6 +66,37 @@ TEST_F(XdsServerTest, ListenerUpdateDrainsOldConnectionsAndInFlightCallsFinish) 
   client_loop_->BlockOn(run(this, name));
 }
 
+TEST_F(XdsServerTest, ListenerUpdateWaitsForItsRouteConfiguration) {
+  const std::string name = ListenerNameFor("127.0.0.1:" + std::to_string(port_));
+  StartServer("127.0.0.1:" + std::to_string(port_));
+  SetListener(Version(name, port_, 1), "1");
+  ASSERT_TRUE(WaitForServing().has_value());
+  auto run = [](XdsServerTest* test, std::string name) -> Task<void> {
+    Loop& loop = *test->client_loop_;
+    auto address = *SocketAddress::FromIpAndPort("127.0.0.1", test->port_);
+    http2::ClientConnectionOptions options;
+    auto connection = co_await http2::ClientConnection::Connect(loop, address, options);
+    EXPECT_TRUE(connection.ok());
+    if (!connection.ok()) co_return;
+    // Version 2 names a RouteConfiguration the control plane has not sent.
+    ServerChain chain = Chain("rds");
+    chain.rds_name = "later-routes";
+    test->SetListener(Listener(name, "127.0.0.1", test->port_, {chain}), "2");
+    EXPECT_TRUE(test->cp_->NextRequest(milliseconds(10000), kRdsType).has_value());
+    const Status slept = co_await SleepFor(loop, milliseconds(300));
+    (void)slept;
+    // A36: not applied yet, so nothing drains and version 1 still serves.
+    EXPECT_TRUE((*connection)->usable());
+    auto reply = co_await http2::UnaryCall(**connection, "/a.S/M", "");
+    EXPECT_TRUE(reply.ok()) << reply.status().ToString();
+    test->SetRouteConfig("later-routes", {}, "1");
+    const Status unusable = co_await (*connection)->WaitUntilUnusable();
+    EXPECT_TRUE(unusable.ok());
+    co_await (*connection)->Close();
+  };
+  client_loop_->BlockOn(run(this, name));
+}
+
 TEST_F(XdsServerTest, DrainsDuringLoadFromGrpcioFailNoRpc) {
   const std::string name = ListenerNameFor("127.0.0.1:" + std::to_string(port_));
   XdsServerOptions options;
