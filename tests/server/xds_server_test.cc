@@ -136,6 +136,21 @@ TEST_F(XdsServerTest, DeletedListenerKeepsServingWithoutFailOnDataErrors) {
   EXPECT_TRUE(Call("127.0.0.1", "/a.B/C").ok());
 }
 
+TEST_F(XdsServerTest, ControlPlaneOutageKeepsServing) {
+  const std::string name = ListenerNameFor("127.0.0.1:" + std::to_string(port_));
+  StartServer("127.0.0.1:" + std::to_string(port_), {}, /*fail_on_data_errors=*/true);
+  SetListener(OneChain(name, port_), "1");
+  ASSERT_TRUE(WaitForServing().has_value());
+  // A36: "Communication failures do not impact the XdsServer's xDS
+  // configuration", even with fail_on_data_errors.
+  ASSERT_TRUE(cp_->StopListening());
+  ASSERT_TRUE(cp_->DropAllConnections());
+  ASSERT_TRUE(cp_->WaitForStreamClosed(milliseconds(10000)).has_value());
+  EXPECT_FALSE(WaitForStatus([](const Status& s) { return !s.ok(); }, milliseconds(1000)));
+  EXPECT_TRUE(Call("127.0.0.1", "/a.B/C").ok());
+  ASSERT_TRUE(cp_->RestartListening());
+}
+
 TEST_F(XdsServerTest, ChainsByDestinationIp) {
   const std::string name = ListenerNameFor("[::]:" + std::to_string(port_));
   StartServer("[::]:" + std::to_string(port_));
