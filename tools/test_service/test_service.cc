@@ -34,7 +34,8 @@ Task<Status> EmptyCall(http2::ServerCall& call) {
   co_return co_await call.Write(grpc::testing::Empty().SerializeAsString());
 }
 
-Task<Status> UnaryCall(http2::ServerCall& call, const std::string& server_id) {
+Task<Status> UnaryCall(http2::ServerCall& call, const std::string& server_id,
+                       const std::string& hostname) {
   auto bytes = co_await call.Read();
   grpc::testing::SimpleRequest request;
   if (!bytes || !request.ParseFromString(*bytes)) co_return BadRequest("SimpleRequest");
@@ -48,6 +49,8 @@ Task<Status> UnaryCall(http2::ServerCall& call, const std::string& server_id) {
         std::string(static_cast<size_t>(request.response_size()), '\0'));
   }
   if (request.fill_server_id()) response.set_server_id(server_id);
+  // What gRPC's xDS interop servers answer with every response.
+  if (!hostname.empty()) response.set_hostname(hostname);
   co_return co_await call.Write(response.SerializeAsString());
 }
 
@@ -88,11 +91,12 @@ Task<Status> FullDuplexCall(http2::ServerCall& call) {
 
 }  // namespace
 
-void RegisterTestService(http2::ServiceRegistry& registry, std::string server_id) {
+void RegisterTestService(http2::ServiceRegistry& registry, std::string server_id,
+                         std::string hostname) {
   registry.Register(kEmptyCall, EmptyCall);
-  registry.Register(kUnaryCall, [server_id = std::move(server_id)](http2::ServerCall& call) {
-    return UnaryCall(call, server_id);
-  });
+  registry.Register(kUnaryCall,
+                    [server_id = std::move(server_id), hostname = std::move(hostname)](
+                        http2::ServerCall& call) { return UnaryCall(call, server_id, hostname); });
   registry.Register(kStreamingOutputCall, StreamingOutputCall);
   registry.Register(kFullDuplexCall, FullDuplexCall);
 }

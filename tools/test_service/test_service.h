@@ -18,6 +18,9 @@ inline constexpr const char* kFullDuplexCall = "/grpc.testing.TestService/FullDu
 // UnaryCall and FullDuplexCall honor response_size / response_parameters,
 // response_status and fill_server_id (`server_id`), and echo the interop
 // metadata keys x-grpc-test-echo-initial / x-grpc-test-echo-trailing-bin.
-void RegisterTestService(http2::ServiceRegistry& registry, std::string server_id);
+// UnaryCall fills SimpleResponse.hostname with `hostname` when it is set, as
+// gRPC's xDS interop servers do.
+void RegisterTestService(http2::ServiceRegistry& registry, std::string server_id,
+                         std::string hostname = "");
 
 }  // namespace uxds::test_service

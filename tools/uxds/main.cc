@@ -13,6 +13,8 @@ namespace {
 const Command kCommands[] = {
     {"demo", "run the demo on loopback: uxds servers and clients with gRPC peers", RunDemo},
     {"ring", "print the ring_hash ring size and the endpoint each request hash picks", RunRing},
+    {"serve", "an xDS-enabled server: TestService, Health, CSDS; serving status as JSON lines",
+     RunServe},
     {"test-server", "serve grpc.testing.TestService on 127.0.0.1 until SIGINT/SIGTERM",
      RunTestServer},
     {"watch", "watch xDS resources, one JSON line per watcher callback", RunWatch},

@@ -1,0 +1,94 @@
+#include "server/server_routing.h"
+
+#include <random>
+#include <utility>
+#include <variant>
+
+#include "xds/routing/route_selection.h"
+
+namespace uxds::server {
+
+namespace {
+
+uint32_t RouteFractionDraw() {
+  // Only for routes with runtime_fraction; the serving loop owns this
+  // generator (one per thread).
+  thread_local std::minstd_rand generator(std::random_device{}());
+  return static_cast<uint32_t>(generator());
+}
+
+}  // namespace
+
+Status CheckRoute(const StatusOr<std::shared_ptr<const RouteConfigResource>>& routes,
+                  const http2::ServerCall& call) {
+  // A36: an RDS resource NACKed without a previous good version, unavailable
+  // or nonexistent fails every RPC of its HttpConnectionManager.
+  if (!routes.ok()) {
+    return Status(StatusCode::kUnavailable,
+                  "RouteConfiguration unusable: " + routes.status().ToString());
+  }
+  const RouteConfigResource::VirtualHost* virtual_host =
+      (*routes)->FindVirtualHost(call.authority());
+  if (virtual_host == nullptr) {
+    return Status(StatusCode::kUnavailable,
+                  "no virtual host for authority \"" + call.authority() + "\"");
+  }
+  std::vector<PickHeader> headers;
+  headers.reserve(call.request_metadata().size());
+  for (const auto& [name, value] : call.request_metadata()) headers.push_back({name, value});
+  const routing::RpcView rpc{call.method(), headers};
+  const RouteConfigResource::Route* route =
+      routing::SelectRoute(*virtual_host, rpc, [] { return RouteFractionDraw(); });
+  if (route == nullptr) {
+    return Status(StatusCode::kUnavailable, "no route matched " + call.method());
+  }
+  // A36: "Route.non_forwarding_action is expected for all Routes used on
+  // server-side"; any other action fails the RPC with UNAVAILABLE.
+  if (!std::holds_alternative<RouteConfigResource::Route::NonForwardingAction>(route->action)) {
+    return Status(StatusCode::kUnavailable,
+                  "the route matching " + call.method() + " has no non_forwarding_action");
+  }
+  return Status();
+}
+
+std::shared_ptr<const http2::ServiceRegistry> MakeRoutedRegistry(
+    std::shared_ptr<const http2::ServiceRegistry> registry,
+    std::shared_ptr<const RouteTable> table) {
+  auto routed = std::make_shared<http2::ServiceRegistry>();
+  // Every path goes through the fallback: routing comes before dispatch.
+  routed->SetFallbackHandler([registry = std::move(registry),
+                              table = std::move(table)](http2::ServerCall& call) -> Task<Status> {
+    const Status routed_ok = CheckRoute(table->routes, call);
+    if (!routed_ok.ok()) co_return routed_ok;
+    const http2::Handler* handler = registry->Find(call.method());
+    if (handler == nullptr) {
+      co_return Status(StatusCode::kUnimplemented, "unknown method " + call.method());
+    }
+    Status handled = co_await (*handler)(call);
+    co_return handled;
+  });
+  return routed;
+}
+
+std::vector<std::string> RouteConfigProblems(
+    const std::string& context,
+    const StatusOr<std::shared_ptr<const RouteConfigResource>>& routes) {
+  std::vector<std::string> problems;
+  if (!routes.ok()) {
+    problems.push_back(context + ": " + routes.status().ToString());
+    return problems;
+  }
+  for (const RouteConfigResource::VirtualHost& virtual_host : (*routes)->virtual_hosts) {
+    for (size_t i = 0; i < virtual_host.routes.size(); ++i) {
+      if (!std::holds_alternative<RouteConfigResource::Route::NonForwardingAction>(
+              virtual_host.routes[i].action)) {
+        std::string domain = virtual_host.domains.empty() ? "" : virtual_host.domains.front();
+        problems.push_back(context + ": virtual host \"" + domain + "\" route " +
+                           std::to_string(i) + " has an action other than non_forwarding_action");
+      }
+    }
+  }
+  return problems;
+}
+
+}  // namespace uxds::server

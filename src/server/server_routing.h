@@ -1,0 +1,49 @@
+// Routing of RPCs on an xDS-enabled server (A36): the RouteConfiguration of
+// a connection's HttpConnectionManager decides, per RPC, whether the
+// application's handler runs. The virtual host is chosen by :authority and
+// the route matched as on the client (src/xds/routing/route_selection.h);
+// only a route with non_forwarding_action lets the RPC through.
+//
+// Threads: a RouteTable is written and read on the serving loop only; the
+// control thread hands it updates through Loop::Post.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "http2/service_registry.h"
+#include "uxds/resources/route_config.h"
+#include "uxds/status.h"
+
+namespace uxds::server {
+
+// The routes an RPC on one HttpConnectionManager sees: an inline
+// RouteConfiguration, or the latest result of an RDS watch (which changes
+// under live connections: A36 "does not apply to an updated
+// RouteConfiguration provided by reference via rds field").
+struct RouteTable {
+  StatusOr<std::shared_ptr<const RouteConfigResource>> routes =
+      Status(StatusCode::kUnavailable, "RouteConfiguration not received");
+};
+
+// A36: OK if the RPC may reach its handler, else UNAVAILABLE saying why (no
+// virtual host for the authority, no route, a route whose action is not
+// non_forwarding_action, or the RouteConfiguration's own error). Never
+// NOT_FOUND (A54: reserved for applications).
+Status CheckRoute(const StatusOr<std::shared_ptr<const RouteConfigResource>>& routes,
+                  const http2::ServerCall& call);
+
+// A registry that routes every RPC through `table` before handing it to the
+// application's `registry`.
+std::shared_ptr<const http2::ServiceRegistry> MakeRoutedRegistry(
+    std::shared_ptr<const http2::ServiceRegistry> registry,
+    std::shared_ptr<const RouteTable> table);
+
+// A36 "configuration error logging": the problems that make RPCs fail with
+// UNAVAILABLE although the configuration is applied: an RDS error, or a
+// route whose action is not non_forwarding_action. Empty: none.
+std::vector<std::string> RouteConfigProblems(
+    const std::string& context, const StatusOr<std::shared_ptr<const RouteConfigResource>>& routes);
+
+}  // namespace uxds::server

@@ -1,0 +1,129 @@
+#include "server/serving_listener.h"
+
+#include <utility>
+
+namespace uxds::server {
+
+namespace {
+
+// Accept errors other than cancellation (EMFILE, ENFILE, ENOBUFS) are
+// retried after this pause instead of spinning.
+constexpr std::chrono::milliseconds kAcceptRetryDelay{10};
+// After the grace time, what a drained connection may still take to flush
+// and close before Shutdown() cancels it.
+constexpr std::chrono::milliseconds kShutdownBackstop{2'000};
+
+}  // namespace
+
+ServingListener::ServingListener(Loop& loop, SocketAddress address, ServingListenerOptions options,
+                                 std::function<void(Status)> on_bind_status)
+    : loop_(loop),
+      address_(std::move(address)),
+      options_(std::move(options)),
+      on_bind_status_(std::move(on_bind_status)),
+      accept_task_(loop),
+      connections_(loop) {}
+
+ServingListener::~ServingListener() = default;
+
+void ServingListener::Apply(std::shared_ptr<const ServingConfig> config) {
+  if (shutting_down_) return;
+  config_ = std::move(config);
+  ++generation_;
+  DrainOlderConnections();
+  if (!started_) {
+    // A36: no listen() before the first good configuration.
+    started_ = true;
+    accept_task_.Spawn(BindAndAccept());
+  }
+}
+
+void ServingListener::StopServing() {
+  if (shutting_down_) return;
+  config_ = nullptr;
+  ++generation_;
+  // A36: "'Not serving' requires existing connections to be closed, but
+  // already-started RPCs should not fail": a two-phase GOAWAY drain.
+  DrainOlderConnections();
+}
+
+void ServingListener::DrainOlderConnections() {
+  for (const auto& [connection, generation] : live_) {
+    if (generation < generation_ && !connection->draining()) {
+      connection->Drain(options_.drain_grace_time);
+    }
+  }
+}
+
+Task<void> ServingListener::BindAndAccept() {
+  while (listener_ == nullptr) {
+    StatusOr<std::unique_ptr<TcpListener>> bound = TcpListener::Bind(loop_, address_);
+    if (bound.ok()) {
+      listener_ = *std::move(bound);
+      on_bind_status_(Status());
+      break;
+    }
+    // A36: "If entering 'not serving' mode, opening the port must be retried
+    // automatically (e.g., retry every minute)."
+    on_bind_status_(Status(StatusCode::kUnavailable, "cannot listen on " + address_.ToString() +
+                                                         ": " + bound.status().message()));
+    // Bound to a variable first: g++ 12.2 miscompiles a co_await in an if.
+    const Status slept = co_await SleepFor(loop_, options_.bind_retry_interval);
+    if (!slept.ok()) co_return;
+  }
+  while (true) {
+    StatusOr<std::unique_ptr<TcpSocket>> socket = co_await listener_->Accept();
+    if (!socket.ok()) {
+      if (socket.status().code() == StatusCode::kCancelled) co_return;
+      const Status slept = co_await SleepFor(loop_, kAcceptRetryDelay);
+      if (!slept.ok()) co_return;
+      continue;
+    }
+    std::shared_ptr<const http2::ServiceRegistry> registry;
+    if (config_ != nullptr && accepted_ < options_.connection_options.max_connections) {
+      const ConnectionAddresses addresses{(*socket)->local_address(), (*socket)->peer_address()};
+      if (const FilterChain* chain = config_->matcher->Select(addresses)) {
+        registry = config_->RegistryFor(*chain);
+      }
+    }
+    if (registry == nullptr) {
+      // A36: not serving, or no filter chain (and no default one): close
+      // "without any bytes being sent".
+      (*socket)->Close();
+      continue;
+    }
+    ++accepted_;
+    connections_.Spawn(ServeConnection(*std::move(socket), std::move(registry), generation_));
+  }
+}
+
+Task<void> ServingListener::ServeConnection(std::unique_ptr<TcpSocket> socket,
+                                            std::shared_ptr<const http2::ServiceRegistry> registry,
+                                            uint64_t generation) {
+  struct Served {
+    size_t& count;
+    ~Served() { --count; }
+  } served{accepted_};
+  std::unique_ptr<http2::ServerConnection> connection = http2::ServerConnection::Create(
+      loop_, std::move(socket), std::move(registry), options_.connection_options);
+  live_.emplace(connection.get(), generation);
+  if (shutting_down_ || generation < generation_) connection->Drain(options_.drain_grace_time);
+  co_await connection->Serve();
+  live_.erase(connection.get());
+}
+
+Task<void> ServingListener::Shutdown(std::chrono::milliseconds grace) {
+  if (!shutting_down_) {
+    shutting_down_ = true;
+    config_ = nullptr;
+    if (listener_ != nullptr) listener_->Close();
+    accept_task_.Cancel();
+    for (const auto& [connection, generation] : live_) connection->Drain(grace);
+  }
+  co_await accept_task_.Join();
+  Timer backstop(loop_);
+  backstop.Start(grace + kShutdownBackstop, [this] { connections_.Cancel(); });
+  co_await connections_.Join();
+}
+
+}  // namespace uxds::server

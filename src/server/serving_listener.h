@@ -1,0 +1,82 @@
+// ServingListener: the serving-loop half of an xDS-enabled server (A36). It
+// owns the listening socket and every connection:
+//  - it binds only when the first configuration arrives, and retries a
+//    failed bind (a port in use) every bind_retry_interval;
+//  - each accepted connection is matched to a filter chain of the current
+//    configuration and served with that chain's registry; no chain, or no
+//    configuration ("not serving"), closes it without sending a byte;
+//  - a new configuration, or "not serving", drains every connection
+//    accepted under an older one (two-phase GOAWAY, closed after the grace
+//    time) while the listening socket stays open.
+//
+// Serving loop only; the control thread reaches it through Loop::Post.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+
+#include "http2/server_connection.h"
+#include "http2/server_options.h"
+#include "runtime/socket_address.h"
+#include "runtime/tcp_socket.h"
+#include "server/serving_config.h"
+#include "uxds/loop.h"
+
+namespace uxds::server {
+
+struct ServingListenerOptions {
+  std::chrono::milliseconds drain_grace_time{600'000};
+  std::chrono::milliseconds bind_retry_interval{60'000};
+  http2::ServerOptions connection_options;
+};
+
+class ServingListener {
+ public:
+  // `on_bind_status` (called on the serving loop) gets OK once the socket
+  // listens, or the error of each failed bind.
+  ServingListener(Loop& loop, SocketAddress address, ServingListenerOptions options,
+                  std::function<void(Status)> on_bind_status);
+  // Shutdown() must have completed.
+  ~ServingListener();
+  ServingListener(const ServingListener&) = delete;
+  ServingListener& operator=(const ServingListener&) = delete;
+
+  // Serve new connections with `config`; drain the older ones. The first
+  // call starts binding.
+  void Apply(std::shared_ptr<const ServingConfig> config);
+  // A36 "not serving": drain every connection; accept and close new ones.
+  void StopServing();
+  // Closes the listening socket, drains every connection with `grace` and
+  // waits until all have ended.
+  Task<void> Shutdown(std::chrono::milliseconds grace);
+
+  size_t connection_count() const { return live_.size(); }
+
+ private:
+  Task<void> BindAndAccept();
+  Task<void> ServeConnection(std::unique_ptr<TcpSocket> socket,
+                             std::shared_ptr<const http2::ServiceRegistry> registry,
+                             uint64_t generation);
+  // Drains every connection accepted under a generation before `generation_`.
+  void DrainOlderConnections();
+
+  Loop& loop_;
+  const SocketAddress address_;
+  const ServingListenerOptions options_;
+  std::function<void(Status)> on_bind_status_;
+  std::unique_ptr<TcpListener> listener_;
+  std::shared_ptr<const ServingConfig> config_;  // null: not serving
+  uint64_t generation_ = 0;                      // bumped by Apply / StopServing
+  bool started_ = false;
+  bool shutting_down_ = false;
+  TaskGroup accept_task_;
+  TaskGroup connections_;
+  size_t accepted_ = 0;
+  // Live connections and the generation each was accepted under.
+  std::map<http2::ServerConnection*, uint64_t> live_;
+};
+
+}  // namespace uxds::server

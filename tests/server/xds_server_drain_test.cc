@@ -1,0 +1,177 @@
+// XdsServer drains (A36): a new Listener version drains the connections
+// accepted under the old one (two-phase GOAWAY) while calls in flight
+// finish and the listening socket stays open; under load from a real gRPC
+// client (grpcio) no RPC fails. Also: logging without a status callback.
+#include <string>
+
+#include "common/subprocess.h"
+#include "runtime/socket_address.h"
+#include "support/test_support.h"
+#include "uxds/log.h"
+#include "xds_server_test_fixture.h"
+
+namespace uxds::testing {
+namespace {
+
+using std::chrono::milliseconds;
+
+ServerListenerSpec Version(const std::string& name, uint16_t port, int version) {
+  // A different Listener each time.
+  return Listener(name, "127.0.0.1", port, {Chain("chain-v" + std::to_string(version))});
+}
+
+TEST_F(XdsServerTest, ListenerUpdateDrainsOldConnectionsAndInFlightCallsFinish) {
+  const std::string name = ListenerNameFor("127.0.0.1:" + std::to_string(port_));
+  XdsServerOptions options;
+  options.drain_grace_time = std::chrono::seconds(10);
+  StartServer("127.0.0.1:" + std::to_string(port_), options);
+  SetListener(Version(name, port_, 1), "1");
+  ASSERT_TRUE(WaitForServing().has_value());
+  auto run = [](XdsServerTest* test, std::string name) -> Task<void> {
+    Loop& loop = *test->client_loop_;
+    auto address = *SocketAddress::FromIpAndPort("127.0.0.1", test->port_);
+    auto old_connection = co_await http2::ClientConnection::Connect(loop, address, {});
+    EXPECT_TRUE(old_connection.ok());
+    if (!old_connection.ok()) co_return;
+    // A slow call in flight across the drain.
+    std::optional<StatusOr<std::string>> slow;
+    TaskGroup calls(loop);
+    auto call = [](http2::ClientConnection* connection,
+                   std::optional<StatusOr<std::string>>* out) -> Task<void> {
+      out->emplace(co_await http2::UnaryCall(*connection, "/slow.S/M", ""));
+    };
+    calls.Spawn(call(old_connection->get(), &slow));
+    const Status slept = co_await SleepFor(loop, milliseconds(100));
+    (void)slept;
+    test->SetListener(Version(name, test->port_, 2), "2");
+    // The GOAWAY comes; the slow call still finishes OK.
+    const Status unusable = co_await (*old_connection)->WaitUntilUnusable();
+    EXPECT_TRUE(unusable.ok());
+    co_await calls.Join();
+    EXPECT_TRUE(slow.has_value() && slow->ok());
+    // The listening socket stayed open: a new connection is served.
+    auto fresh = co_await http2::ClientConnection::Connect(loop, address, {});
+    EXPECT_TRUE(fresh.ok());
+    if (fresh.ok()) {
+      auto reply = co_await http2::UnaryCall(**fresh, "/a.S/M", "");
+      EXPECT_TRUE(reply.ok()) << reply.status().ToString();
+      EXPECT_TRUE((*fresh)->usable());
+      co_await (*fresh)->Close();
+    }
+    // The drained connection closes once its calls are done.
+    const Status closed = co_await (*old_connection)->closed_event().Wait();
+    EXPECT_TRUE(closed.ok());
+    co_await (*old_connection)->Close();
+  };
+  client_loop_->BlockOn(run(this, name));
+}
+
+TEST_F(XdsServerTest, ListenerUpdateWaitsForItsRouteConfiguration) {
+  const std::string name = ListenerNameFor("127.0.0.1:" + std::to_string(port_));
+  StartServer("127.0.0.1:" + std::to_string(port_));
+  SetListener(Version(name, port_, 1), "1");
+  ASSERT_TRUE(WaitForServing().has_value());
+  auto run = [](XdsServerTest* test, std::string name) -> Task<void> {
+    Loop& loop = *test->client_loop_;
+    auto address = *SocketAddress::FromIpAndPort("127.0.0.1", test->port_);
+    http2::ClientConnectionOptions options;
+    auto connection = co_await http2::ClientConnection::Connect(loop, address, options);
+    EXPECT_TRUE(connection.ok());
+    if (!connection.ok()) co_return;
+    // Version 2 names a RouteConfiguration the control plane has not sent.
+    ServerChain chain = Chain("rds");
+    chain.rds_name = "later-routes";
+    test->SetListener(Listener(name, "127.0.0.1", test->port_, {chain}), "2");
+    EXPECT_TRUE(test->cp_->NextRequest(milliseconds(10000), kRdsType).has_value());
+    const Status slept = co_await SleepFor(loop, milliseconds(300));
+    (void)slept;
+    // A36: not applied yet, so nothing drains and version 1 still serves.
+    EXPECT_TRUE((*connection)->usable());
+    auto reply = co_await http2::UnaryCall(**connection, "/a.S/M", "");
+    EXPECT_TRUE(reply.ok()) << reply.status().ToString();
+    test->SetRouteConfig("later-routes", {}, "1");
+    const Status unusable = co_await (*connection)->WaitUntilUnusable();
+    EXPECT_TRUE(unusable.ok());
+    co_await (*connection)->Close();
+  };
+  client_loop_->BlockOn(run(this, name));
+}
+
+TEST_F(XdsServerTest, DrainsDuringLoadFromGrpcioFailNoRpc) {
+  const std::string name = ListenerNameFor("127.0.0.1:" + std::to_string(port_));
+  XdsServerOptions options;
+  options.drain_grace_time = std::chrono::seconds(10);
+  StartServer("127.0.0.1:" + std::to_string(port_), options);
+  SetListener(Version(name, port_, 1), "1");
+  ASSERT_TRUE(WaitForServing().has_value());
+  constexpr int kCalls = 1500;
+  Subprocess client =
+      Subprocess::Start({Python(), SourceRoot() + "/tests/peers/grpc_test_client.py", "--target",
+                         "127.0.0.1:" + std::to_string(port_), "--call", "UnaryCall", "--count",
+                         std::to_string(kCalls)});
+  // Reads the client's lines as they come (its pipe must not fill up) and
+  // pushes a new Listener version every 150 calls.
+  int lines = 0;
+  int failed = 0;
+  int version = 1;
+  while (lines < kCalls) {
+    auto line = client.ReadLine(std::chrono::seconds(30));
+    if (!line.has_value()) break;
+    ++lines;
+    if (line->find("\"code\": \"OK\"") == std::string::npos) {
+      ++failed;
+      ADD_FAILURE() << *line;
+    }
+    if (lines % 150 == 0) {
+      ++version;
+      SetListener(Version(name, port_, version), std::to_string(version));
+    }
+  }
+  EXPECT_EQ(client.Wait(std::chrono::seconds(30)), 0);
+  EXPECT_EQ(lines, kCalls);
+  EXPECT_EQ(failed, 0);
+  EXPECT_GE(version, 10);
+}
+
+TEST_F(XdsServerTest, WithoutCallbackErrorsAndResumptionAreLogged) {
+  std::mutex log_mutex;
+  std::vector<std::string> warnings;
+  SetLogSink([&](LogSeverity severity, std::string_view message) {
+    if (severity != LogSeverity::kWarning) return;
+    std::lock_guard<std::mutex> lock(log_mutex);
+    warnings.emplace_back(message);
+  });
+  const std::string name = ListenerNameFor("127.0.0.1:" + std::to_string(port_));
+  control_->RunSync([&] {
+    Bootstrap bootstrap;
+    XdsServerConfig server;
+    server.server_uri = cp_->target();
+    bootstrap.xds_servers.push_back(server);
+    bootstrap.server_listener_resource_name_template = kTemplate;
+    pool_ = *XdsClientPool::Create(control_->loop(), bootstrap);
+    XdsServerOptions options;
+    options.xds_client_pool = pool_;
+    server_ = *XdsServer::Create("127.0.0.1:" + std::to_string(port_), MakeRegistry(), options);
+    server_->Start();
+  });
+  auto logged = [&](const std::string& text) {
+    for (int i = 0; i < 500; ++i) {
+      {
+        std::lock_guard<std::mutex> lock(log_mutex);
+        for (const std::string& line : warnings) {
+          if (line.find(text) != std::string::npos) return true;
+        }
+      }
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    return false;
+  };
+  SetListener(Version(name, static_cast<uint16_t>(port_ + 1), 1), "1");
+  EXPECT_TRUE(logged("is not serving"));
+  SetListener(Version(name, port_, 2), "2");
+  EXPECT_TRUE(logged("is serving again"));
+  SetLogSink(nullptr);
+}
+
+}  // namespace
+}  // namespace uxds::testing

@@ -1,0 +1,149 @@
+// `uxds serve`: the built tool as a child process against the fake control
+// plane, called by grpcio (TestService, CSDS) and uxds's own client (Health).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "envoy/config/listener/v3/listener.pb.h"
+#include "envoy/config/route/v3/route.pb.h"
+#include "envoy/extensions/filters/http/router/v3/router.pb.h"
+#include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
+#include "http2/client_connection.h"
+#include "support/fake_control_plane.h"
+#include "support/test_support.h"
+#include "support/xds_test_resources.h"
+#include "uxds/loop.h"
+
+#ifndef UXDS_TOOL_PATH
+#error "UXDS_TOOL_PATH: the uxds binary (tests/tools/meson.build)"
+#endif
+
+namespace uxds::testing {
+namespace {
+
+using json = nlohmann::json;
+using envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager;
+
+constexpr std::chrono::milliseconds kWait = std::chrono::seconds(30);
+constexpr char kTemplate[] = "grpc/server?xds.resource.listening_address=%s";
+
+uint16_t FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t size = sizeof(address);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&address), size);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size);
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
+// A server Listener on 127.0.0.1:port with one chain whose inline routes
+// let every RPC through (non_forwarding_action).
+ResponseResource ServingListener(const std::string& name, uint16_t port) {
+  HttpConnectionManager hcm;
+  auto* vhost = hcm.mutable_route_config()->add_virtual_hosts();
+  vhost->add_domains(std::string("*"));
+  auto* route = vhost->add_routes();
+  route->mutable_match()->set_prefix(std::string("/"));
+  route->mutable_non_forwarding_action();
+  auto* router = hcm.add_http_filters();
+  router->set_name(std::string("router"));
+  router->mutable_typed_config()->PackFrom(envoy::extensions::filters::http::router::v3::Router());
+  envoy::config::listener::v3::Listener listener;
+  listener.set_name(name);
+  listener.mutable_address()->mutable_socket_address()->set_address(std::string("127.0.0.1"));
+  listener.mutable_address()->mutable_socket_address()->set_port_value(port);
+  auto* filter = listener.add_filter_chains()->add_filters();
+  filter->set_name(std::string("hcm"));
+  filter->mutable_typed_config()->PackFrom(hcm);
+  return ResponseResource(kLdsType, listener.SerializeAsString());
+}
+
+std::optional<json> NextJson(Subprocess& process) {
+  std::optional<std::string> line = process.ReadLine(kWait);
+  if (!line) return std::nullopt;
+  json parsed = json::parse(*line, nullptr, /*allow_exceptions=*/false);
+  EXPECT_FALSE(parsed.is_discarded()) << "not JSON: " << *line;
+  return parsed;
+}
+
+TEST(ServeTest, ServesTestServiceHealthAndCsdsOnceConfigured) {
+  auto cp = FakeControlPlane::Start();
+  ASSERT_NE(cp, nullptr);
+  TempDir dir;
+  json bootstrap = {
+      {"xds_servers", json::array({{{"server_uri", cp->target()},
+                                    {"channel_creds", json::array({{{"type", "insecure"}}})},
+                                    {"server_features", json::array({"fail_on_data_errors"})}}})},
+      {"node", {{"id", "serve-node"}}},
+      {"server_listener_resource_name_template", kTemplate}};
+  WriteFile(dir.File("bootstrap.json"), bootstrap.dump());
+  const uint16_t port = FreePort();
+  const std::string address = "127.0.0.1:" + std::to_string(port);
+  const std::string name = "grpc/server?xds.resource.listening_address=" + address;
+  Subprocess serve =
+      Subprocess::Start({UXDS_TOOL_PATH, "serve", "--bootstrap", dir.File("bootstrap.json"),
+                         "--listen", address, "--hostname", "serve-test-host"});
+  ASSERT_TRUE(cp->SetResources(kLdsType, {{name, ServingListener(name, port)}}, "1"));
+  std::optional<json> serving = NextJson(serve);
+  ASSERT_TRUE(serving.has_value());
+  EXPECT_EQ(*serving, json({{"address", address}, {"serving", true}}));
+
+  // TestService from grpcio: UnaryCall fills the hostname.
+  Subprocess call =
+      Subprocess::Start({Python(), SourceRoot() + "/tests/peers/grpc_test_client.py", "--target",
+                         address, "--call", "UnaryCall", "--fill-server-id"});
+  std::optional<std::string> reply = call.ReadLine(kWait);
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(json::parse(*reply).value("hostname", ""), "serve-test-host") << *reply;
+  EXPECT_EQ(call.Wait(), 0);
+
+  // Health from uxds's own client: SERVING.
+  auto loop = Loop::Create();
+  ASSERT_TRUE(loop.ok());
+  auto check = [](Loop& loop, uint16_t port) -> Task<StatusOr<std::string>> {
+    http2::ClientConnectionOptions options;
+    auto connection = co_await http2::ClientConnection::Connect(
+        loop, *SocketAddress::FromIpAndPort("127.0.0.1", port), options);
+    if (!connection.ok()) co_return connection.status();
+    StatusOr<std::string> health =
+        co_await http2::UnaryCall(**connection, "/grpc.health.v1.Health/Check", "");
+    co_await (*connection)->Close();
+    co_return health;
+  };
+  StatusOr<std::string> health = (*loop)->BlockOn(check(**loop, port));
+  ASSERT_TRUE(health.ok()) << health.status().ToString();
+  EXPECT_EQ(*health, std::string("\x08\x01", 2));  // status: SERVING
+
+  // CSDS from grpcio: the #server client with the Listener ACKed.
+  Subprocess csds = Subprocess::Start(
+      {Python(), SourceRoot() + "/tests/peers/csds_client.py", "--target", address});
+  std::optional<std::string> dump = csds.ReadLine(kWait);
+  ASSERT_TRUE(dump.has_value());
+  json config = json::parse(*dump)["response"]["config"][0];
+  EXPECT_EQ(config.value("client_scope", ""), "#server") << *dump;
+  EXPECT_EQ(config["generic_xds_configs"][0].value("name", ""), name) << *dump;
+  EXPECT_EQ(config["generic_xds_configs"][0].value("client_status", ""), "ACKED") << *dump;
+  EXPECT_EQ(csds.Wait(), 0);
+
+  // The Listener deleted (fail_on_data_errors): not serving, as a JSON line.
+  ASSERT_TRUE(cp->SetResources(kLdsType, {}, "2"));
+  std::optional<json> stopped = NextJson(serve);
+  ASSERT_TRUE(stopped.has_value());
+  EXPECT_EQ(stopped->value("serving", true), false) << stopped->dump();
+  EXPECT_EQ(stopped->value("code", ""), "NOT_FOUND") << stopped->dump();
+  serve.Signal(SIGTERM);
+  EXPECT_EQ(serve.Wait(), 0);
+}
+
+}  // namespace
+}  // namespace uxds::testing

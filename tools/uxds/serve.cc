@@ -1,0 +1,193 @@
+// `uxds serve --bootstrap F --listen ADDR [--hostname NAME]`: an xDS-enabled
+// server (A36) with grpc.testing.TestService (UnaryCall fills `hostname`),
+// grpc.health.v1.Health and the CSDS service (so `uxds csds` can read its
+// XdsClient). Prints one JSON line per serving-status change:
+//   {"address":"0.0.0.0:8080","serving":true}
+//   {"address":"0.0.0.0:8080","serving":false,"code":"UNAVAILABLE","error":"..."}
+// Runs until SIGINT or SIGTERM, then drains for --drain-grace-ms (1000).
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include "commands.h"
+#include "http2/server_call.h"
+#include "http2/service_registry.h"
+#include "test_service/test_service.h"
+#include "uxds/bootstrap.h"
+#include "uxds/runtime.h"
+#include "uxds/server.h"
+#include "uxds/xds_client_pool.h"
+#include "xds/client/xds_client_pool_state.h"
+#include "xds/csds/csds_service.h"
+
+namespace uxds::tool {
+
+namespace {
+
+constexpr char kUsage[] =
+    "usage: uxds serve --bootstrap FILE --listen IP:PORT [--hostname NAME]\n"
+    "                  [--drain-grace-ms N]\n"
+    "An xDS-enabled server: grpc.testing.TestService, grpc.health.v1.Health and\n"
+    "CSDS; one JSON line per serving-status change on stdout.\n";
+
+constexpr char kHealthCheck[] = "/grpc.health.v1.Health/Check";
+constexpr char kHealthWatch[] = "/grpc.health.v1.Health/Watch";
+
+// grpc.health.v1.HealthCheckResponse{status: SERVING}: field 1 (varint) = 1.
+// Two bytes, written out rather than generated, so that the library's protos
+// stay the xDS ones.
+std::string ServingHealth() { return std::string("\x08\x01", 2); }
+
+// HealthCheckRequest has one field, `service` (1, a string): anything else
+// is not one.
+bool IsHealthCheckRequest(std::string_view bytes) {
+  if (bytes.empty()) return true;
+  if (bytes[0] != 0x0a || bytes.size() < 2) return false;
+  const auto length = static_cast<unsigned char>(bytes[1]);
+  return length < 0x80 && bytes.size() == 2u + length;
+}
+
+// grpc.health.v1.Health: the server answers SERVING whenever an RPC reaches
+// it (while not serving, connections never get this far).
+void RegisterHealthService(http2::ServiceRegistry& registry) {
+  registry.Register(kHealthCheck,
+                    http2::MakeUnaryHandler(
+                        [](http2::ServerCall&, std::string request) -> Task<StatusOr<std::string>> {
+                          if (!IsHealthCheckRequest(request)) {
+                            co_return InvalidArgumentError("HealthCheckRequest does not parse");
+                          }
+                          co_return ServingHealth();
+                        }));
+  registry.Register(kHealthWatch, [](http2::ServerCall& call) -> Task<Status> {
+    auto request = co_await call.Read();
+    if (!request.has_value()) co_return InvalidArgumentError("no HealthCheckRequest");
+    const Status written = co_await call.Write(ServingHealth());
+    if (!written.ok()) co_return written;
+    // The status never changes while the call lasts: wait for its end.
+    Event never(call.loop());
+    const Status ended = co_await never.Wait();
+    co_return ended;
+  });
+}
+
+std::string StatusLine(std::string_view address, const Status& status) {
+  nlohmann::json line = {{"address", std::string(address)}, {"serving", status.ok()}};
+  if (!status.ok()) {
+    line["code"] = std::string(StatusCodeName(status.code()));
+    line["error"] = status.message();
+  }
+  return line.dump();
+}
+
+std::string LocalHostname() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "uxds";
+  return name;
+}
+
+}  // namespace
+
+int RunServe(const std::vector<std::string>& args) {
+  std::string bootstrap_file;
+  std::string listen;
+  std::string hostname;
+  long drain_grace_ms = 1000;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const bool has_value = i + 1 < args.size();
+    if (args[i] == "--bootstrap" && has_value) {
+      bootstrap_file = args[++i];
+    } else if (args[i] == "--listen" && has_value) {
+      listen = args[++i];
+    } else if (args[i] == "--hostname" && has_value) {
+      hostname = args[++i];
+    } else if (args[i] == "--drain-grace-ms" && has_value) {
+      drain_grace_ms = std::atol(args[++i].c_str());
+    } else {
+      std::fputs(kUsage, args[i] == "--help" ? stdout : stderr);
+      return args[i] == "--help" ? kExitOk : kExitUsage;
+    }
+  }
+  if (bootstrap_file.empty() || listen.empty()) {
+    std::fputs(kUsage, stderr);
+    return kExitUsage;
+  }
+  if (hostname.empty()) hostname = LocalHostname();
+  StatusOr<Bootstrap> bootstrap = Bootstrap::FromFile(bootstrap_file);
+  if (!bootstrap.ok()) {
+    std::fprintf(stderr, "uxds serve: %s\n", bootstrap.status().ToString().c_str());
+    return kExitRuntimeError;
+  }
+  // Signals are taken by sigwait below, not by a handler on some thread.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto control = LoopThread::Start();
+  if (!control.ok()) {
+    std::fprintf(stderr, "uxds serve: %s\n", control.status().ToString().c_str());
+    return kExitRuntimeError;
+  }
+  Loop& loop = (*control)->loop();
+  std::shared_ptr<XdsClientPool> pool;
+  std::unique_ptr<XdsServer> server;
+  Status started;
+  (*control)->RunSync([&] {
+    auto created_pool = XdsClientPool::Create(loop, *std::move(bootstrap));
+    if (!created_pool.ok()) {
+      started = created_pool.status();
+      return;
+    }
+    pool = *std::move(created_pool);
+    auto registry = std::make_shared<http2::ServiceRegistry>();
+    test_service::RegisterTestService(*registry, hostname, hostname);
+    RegisterHealthService(*registry);
+    csds::RegisterCsdsService(*registry, xds_internal::StateOf(*pool).csds);
+    XdsServerOptions options;
+    options.xds_client_pool = pool;
+    options.serving_status = [](std::string_view address, const Status& status) {
+      std::printf("%s\n", StatusLine(address, status).c_str());
+      std::fflush(stdout);
+    };
+    auto created = XdsServer::Create(listen, std::move(registry), std::move(options));
+    if (!created.ok()) {
+      started = created.status();
+      return;
+    }
+    server = *std::move(created);
+    server->Start();
+  });
+  if (!started.ok()) {
+    std::fprintf(stderr, "uxds serve: %s\n", started.ToString().c_str());
+    (*control)->RunSync([&] { pool.reset(); });
+    return kExitRuntimeError;
+  }
+  std::fprintf(stderr, "uxds serve: watching Listener %s\n",
+               server->listener_resource_name().c_str());
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  std::promise<void> drained;
+  (*control)->RunSync([&] {
+    loop.Spawn(
+        [](XdsServer& s, std::chrono::milliseconds grace, std::promise<void>& done) -> Task<void> {
+          co_await s.Shutdown(grace);
+          done.set_value();
+        }(*server, std::chrono::milliseconds(drain_grace_ms), drained));
+  });
+  drained.get_future().wait();
+  (*control)->RunSync([&] {
+    server.reset();
+    pool.reset();
+  });
+  return kExitOk;
+}
+
+}  // namespace uxds::tool
