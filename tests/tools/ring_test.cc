@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "support/test_support.h"
+#include "tool_run.h"
 #include "uxds/ring_hash.h"
 
 #ifndef UXDS_TOOL_PATH
@@ -24,26 +25,8 @@ using json = nlohmann::json;
 
 constexpr std::chrono::milliseconds kWait = std::chrono::seconds(60);
 
-struct ToolRun {
-  std::vector<std::string> lines;  // stdout
-  int exit_code;
-};
-
-// Runs `uxds <args...>`; with `stdin_file`, stdin reads that file.
 ToolRun RunTool(const std::vector<std::string>& args, const std::string& stdin_file = "") {
-  std::vector<std::string> argv;
-  if (stdin_file.empty()) {
-    argv = {UXDS_TOOL_PATH};
-  } else {
-    argv = {"/bin/sh", "-c", "f=$1; shift; exec \"$0\" \"$@\" < \"$f\"", UXDS_TOOL_PATH,
-            stdin_file};
-  }
-  argv.insert(argv.end(), args.begin(), args.end());
-  Subprocess tool = Subprocess::Start(argv);
-  ToolRun run;
-  while (std::optional<std::string> line = tool.ReadLine(kWait)) run.lines.push_back(*line);
-  run.exit_code = tool.Wait(kWait);
-  return run;
+  return uxds::testing::RunTool(UXDS_TOOL_PATH, args, stdin_file, kWait);
 }
 
 class RingToolTest : public ::testing::Test {
