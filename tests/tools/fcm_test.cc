@@ -56,32 +56,10 @@ json Prefix(const std::string& address, int len) {
   return {{"addressPrefix", address}, {"prefixLen", len}};
 }
 
-class FcmToolTest : public ::testing::Test {
+class FcmToolTest : public JsonLinesToolTest {
  protected:
-  std::string WriteInput(const std::vector<std::string>& lines) {
-    std::string text;
-    for (const std::string& line : lines) text += line + "\n";
-    const std::string path = dir_.File("input" + std::to_string(++files_) + ".jsonl");
-    WriteFile(path, text);
-    return path;
-  }
-
-  // Runs `uxds fcm FILE` on the lines; one parsed output line per input.
-  std::vector<json> RunFcm(const std::vector<std::string>& lines) {
-    ToolRun run = RunTool(UXDS_TOOL_PATH, {"fcm", WriteInput(lines)});
-    EXPECT_EQ(run.exit_code, 0);
-    std::vector<json> out;
-    for (const std::string& line : run.lines) {
-      json parsed = json::parse(line, nullptr, /*allow_exceptions=*/false);
-      EXPECT_FALSE(parsed.is_discarded()) << "not JSON: " << line;
-      out.push_back(parsed);
-    }
-    EXPECT_EQ(out.size(), lines.size());
-    return out;
-  }
-
-  TempDir dir_;
-  int files_ = 0;
+  FcmToolTest() : JsonLinesToolTest(UXDS_TOOL_PATH) {}
+  std::vector<json> RunFcm(const std::vector<std::string>& lines) { return RunLines("fcm", lines); }
 };
 
 // The chains issue #8 names: by destination IP (127.0.0.1 vs ::1 vs

@@ -29,33 +29,12 @@ ToolRun RunTool(const std::vector<std::string>& args, const std::string& stdin_f
   return uxds::testing::RunTool(UXDS_TOOL_PATH, args, stdin_file, kWait);
 }
 
-class RingToolTest : public ::testing::Test {
+class RingToolTest : public JsonLinesToolTest {
  protected:
-  // Writes one input line per element; returns the file's path.
-  std::string WriteInput(const std::vector<std::string>& lines) {
-    std::string text;
-    for (const std::string& line : lines) text += line + "\n";
-    const std::string path = dir_.File("input" + std::to_string(++files_) + ".jsonl");
-    WriteFile(path, text);
-    return path;
-  }
-
-  // Runs `uxds ring FILE` on the lines; one parsed output line per input.
+  RingToolTest() : JsonLinesToolTest(UXDS_TOOL_PATH) {}
   std::vector<json> RunRing(const std::vector<std::string>& lines) {
-    ToolRun run = RunTool({"ring", WriteInput(lines)});
-    EXPECT_EQ(run.exit_code, 0);
-    std::vector<json> out;
-    for (const std::string& line : run.lines) {
-      json parsed = json::parse(line, nullptr, /*allow_exceptions=*/false);
-      EXPECT_FALSE(parsed.is_discarded()) << "not JSON: " << line;
-      out.push_back(parsed);
-    }
-    EXPECT_EQ(out.size(), lines.size());
-    return out;
+    return RunLines("ring", lines);
   }
-
-  TempDir dir_;
-  int files_ = 0;
 };
 
 const char kFourEndpoints[] = R"("endpoints":[{"address":"10.0.0.1:80"},{"address":"10.0.0.2:80"},)"

@@ -22,4 +22,26 @@ ToolRun RunTool(const std::string& tool_path, const std::vector<std::string>& ar
   return run;
 }
 
+std::string JsonLinesToolTest::WriteInput(const std::vector<std::string>& lines) {
+  std::string text;
+  for (const std::string& line : lines) text += line + "\n";
+  const std::string path = dir_.File("input" + std::to_string(++files_) + ".jsonl");
+  WriteFile(path, text);
+  return path;
+}
+
+std::vector<nlohmann::json> JsonLinesToolTest::RunLines(const std::string& command,
+                                                        const std::vector<std::string>& lines) {
+  ToolRun run = RunTool(tool_path_, {command, WriteInput(lines)});
+  EXPECT_EQ(run.exit_code, 0);
+  std::vector<nlohmann::json> out;
+  for (const std::string& line : run.lines) {
+    nlohmann::json parsed = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    EXPECT_FALSE(parsed.is_discarded()) << "not JSON: " << line;
+    out.push_back(parsed);
+  }
+  EXPECT_EQ(out.size(), lines.size());
+  return out;
+}
+
 }  // namespace uxds::testing
