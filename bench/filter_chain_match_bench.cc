@@ -21,7 +21,6 @@
 #include "envoy/extensions/filters/http/router/v3/router.pb.h"
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
 #include "server/filter_chain_matcher.h"
-#include "uxds/bootstrap.h"
 #include "uxds/xds_resources.h"
 
 namespace uxds {
@@ -81,19 +80,8 @@ std::string SerializedListener(int chains) {
   return listener.SerializeAsString();
 }
 
-const XdsDecodeContext& DecodeContext() {
-  static const Bootstrap bootstrap = [] {
-    Bootstrap b;
-    b.xds_servers.emplace_back();
-    b.xds_servers.back().server_uri = "bench.invalid:443";
-    return b;
-  }();
-  static const XdsDecodeContext context{bootstrap, bootstrap.xds_servers.front()};
-  return context;
-}
-
 std::shared_ptr<const ListenerResource> Decode(const std::string& serialized) {
-  auto decoded = ListenerResourceType::Get().Decode(DecodeContext(), serialized);
+  auto decoded = ListenerResourceType::Get().Decode(StandaloneDecodeContext(), serialized);
   if (!decoded.resource.ok()) std::abort();
   return std::static_pointer_cast<const ListenerResource>(*decoded.resource);
 }
@@ -133,7 +121,7 @@ BENCHMARK(BM_SelectFilterChain)->ArgName("chains")->Arg(1)->Arg(10)->Arg(100)->A
 void BM_DecodeListener(benchmark::State& state) {
   const std::string serialized = SerializedListener(static_cast<int>(state.range(0)));
   for (auto _ : state) {
-    auto decoded = ListenerResourceType::Get().Decode(DecodeContext(), serialized);
+    auto decoded = ListenerResourceType::Get().Decode(StandaloneDecodeContext(), serialized);
     benchmark::DoNotOptimize(decoded);
   }
   state.counters["bytes"] = static_cast<double>(serialized.size());

@@ -24,7 +24,6 @@
 #include "runtime/socket_address.h"
 #include "server/filter_chain_matcher.h"
 #include "tool_config.h"
-#include "uxds/bootstrap.h"
 #include "uxds/status.h"
 #include "uxds/xds_resources.h"
 
@@ -165,19 +164,6 @@ StatusOr<ConnectionAddresses> ParseConnection(const Json& connection) {
   return ConnectionAddresses{*local, *peer};
 }
 
-const XdsDecodeContext& DecodeContext() {
-  // The Listener decoder reads nothing from the bootstrap; it needs one to
-  // exist (e.g. for RDS config sources naming "self").
-  static const Bootstrap bootstrap = [] {
-    Bootstrap b;
-    b.xds_servers.emplace_back();
-    b.xds_servers.back().server_uri = "uxds-fcm.invalid:443";
-    return b;
-  }();
-  static const XdsDecodeContext context{bootstrap, bootstrap.xds_servers.front()};
-  return context;
-}
-
 class FcmCommand {
  public:
   Json Answer(std::string_view line) {
@@ -217,7 +203,7 @@ class FcmCommand {
     StatusOr<std::string> bytes = converter_.ToBytes(listener);
     if (!bytes.ok()) return Error(bytes.status());
     XdsResourceType::DecodeResult decoded =
-        ListenerResourceType::Get().Decode(DecodeContext(), *bytes);
+        ListenerResourceType::Get().Decode(StandaloneDecodeContext(), *bytes);
     if (!decoded.resource.ok()) {
       return Json{{"accepted", false}, {"error", decoded.resource.status().message()}};
     }
