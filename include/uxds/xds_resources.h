@@ -70,4 +70,8 @@ class RouteConfigResourceType final : public XdsResourceTypeImpl<RouteConfigReso
   }
 };
 
+// A decode context for resources read outside an XdsClient (tools, tests,
+// benches): a bootstrap with one placeholder server and nothing else.
+const XdsDecodeContext& StandaloneDecodeContext();
+
 }  // namespace uxds

@@ -13,8 +13,6 @@
 namespace uxds::testing {
 namespace {
 
-using SourceType = FilterChainMatchProto::ConnectionSourceType;
-
 class FilterChainMatcherTest : public ::testing::Test {
  protected:
   // Decodes `listener_` and builds the matcher over it.

@@ -2,7 +2,6 @@
 
 #include "envoy/extensions/filters/http/router/v3/router.pb.h"
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
-#include "uxds/bootstrap.h"
 #include "uxds/xds_resources.h"
 
 namespace uxds::testing {
@@ -63,16 +62,8 @@ void AddSourcePrefix(FilterChainMatchProto& match, const std::string& cidr) {
 
 StatusOr<std::shared_ptr<const ListenerResource>> DecodeServerListener(
     const ListenerProto& listener) {
-  static const Bootstrap bootstrap = [] {
-    Bootstrap b;
-    XdsServerConfig server;
-    server.server_uri = "xds.test.example:443";
-    b.xds_servers.push_back(server);
-    return b;
-  }();
-  const XdsDecodeContext context{bootstrap, bootstrap.xds_servers.front()};
   XdsResourceType::DecodeResult decoded =
-      ListenerResourceType::Get().Decode(context, listener.SerializeAsString());
+      ListenerResourceType::Get().Decode(StandaloneDecodeContext(), listener.SerializeAsString());
   if (!decoded.resource.ok()) return decoded.resource.status();
   return std::static_pointer_cast<const ListenerResource>(*decoded.resource);
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "support/test_support.h"
+#include "tool_run.h"
 #include "uxds/ring_hash.h"
 
 #ifndef UXDS_TOOL_PATH
@@ -24,55 +25,16 @@ using json = nlohmann::json;
 
 constexpr std::chrono::milliseconds kWait = std::chrono::seconds(60);
 
-struct ToolRun {
-  std::vector<std::string> lines;  // stdout
-  int exit_code;
-};
-
-// Runs `uxds <args...>`; with `stdin_file`, stdin reads that file.
 ToolRun RunTool(const std::vector<std::string>& args, const std::string& stdin_file = "") {
-  std::vector<std::string> argv;
-  if (stdin_file.empty()) {
-    argv = {UXDS_TOOL_PATH};
-  } else {
-    argv = {"/bin/sh", "-c", "f=$1; shift; exec \"$0\" \"$@\" < \"$f\"", UXDS_TOOL_PATH,
-            stdin_file};
-  }
-  argv.insert(argv.end(), args.begin(), args.end());
-  Subprocess tool = Subprocess::Start(argv);
-  ToolRun run;
-  while (std::optional<std::string> line = tool.ReadLine(kWait)) run.lines.push_back(*line);
-  run.exit_code = tool.Wait(kWait);
-  return run;
+  return uxds::testing::RunTool(UXDS_TOOL_PATH, args, stdin_file, kWait);
 }
 
-class RingToolTest : public ::testing::Test {
+class RingToolTest : public JsonLinesToolTest {
  protected:
-  // Writes one input line per element; returns the file's path.
-  std::string WriteInput(const std::vector<std::string>& lines) {
-    std::string text;
-    for (const std::string& line : lines) text += line + "\n";
-    const std::string path = dir_.File("input" + std::to_string(++files_) + ".jsonl");
-    WriteFile(path, text);
-    return path;
-  }
-
-  // Runs `uxds ring FILE` on the lines; one parsed output line per input.
+  RingToolTest() : JsonLinesToolTest(UXDS_TOOL_PATH) {}
   std::vector<json> RunRing(const std::vector<std::string>& lines) {
-    ToolRun run = RunTool({"ring", WriteInput(lines)});
-    EXPECT_EQ(run.exit_code, 0);
-    std::vector<json> out;
-    for (const std::string& line : run.lines) {
-      json parsed = json::parse(line, nullptr, /*allow_exceptions=*/false);
-      EXPECT_FALSE(parsed.is_discarded()) << "not JSON: " << line;
-      out.push_back(parsed);
-    }
-    EXPECT_EQ(out.size(), lines.size());
-    return out;
+    return RunLines("ring", lines);
   }
-
-  TempDir dir_;
-  int files_ = 0;
 };
 
 const char kFourEndpoints[] = R"("endpoints":[{"address":"10.0.0.1:80"},{"address":"10.0.0.2:80"},)"

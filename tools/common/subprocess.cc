@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <stdexcept>
 #include <thread>
@@ -16,12 +17,19 @@ extern char** environ;
 namespace uxds {
 
 Subprocess Subprocess::Start(const std::vector<std::string>& argv,
-                             const std::map<std::string, std::string>& extra_env) {
+                             const std::map<std::string, std::string>& extra_env, bool pipe_stdin) {
   int pipefd[2];
   if (pipe2(pipefd, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
+  int stdin_pipe[2] = {-1, -1};
+  if (pipe_stdin && pipe2(stdin_pipe, O_CLOEXEC) != 0) {
+    close(pipefd[0]);
+    close(pipefd[1]);
+    throw std::runtime_error("pipe2 failed");
+  }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, pipefd[1], STDOUT_FILENO);
+  if (pipe_stdin) posix_spawn_file_actions_adddup2(&actions, stdin_pipe[0], STDIN_FILENO);
 
   std::vector<std::string> env_storage;
   for (char** e = environ; *e != nullptr; ++e) {
@@ -44,11 +52,14 @@ Subprocess Subprocess::Start(const std::vector<std::string>& argv,
   int rc = posix_spawnp(&p.pid_, cargv[0], &actions, nullptr, cargv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   close(pipefd[1]);
+  if (pipe_stdin) close(stdin_pipe[0]);
   if (rc != 0) {
     close(pipefd[0]);
+    if (pipe_stdin) close(stdin_pipe[1]);
     throw std::runtime_error("posix_spawnp " + argv[0] + ": " + std::strerror(rc));
   }
   p.stdout_fd_ = pipefd[0];
+  p.stdin_fd_ = stdin_pipe[1];
   return p;
 }
 
@@ -56,6 +67,7 @@ Subprocess::Subprocess(Subprocess&& o) noexcept { *this = std::move(o); }
 Subprocess& Subprocess::operator=(Subprocess&& o) noexcept {
   std::swap(pid_, o.pid_);
   std::swap(stdout_fd_, o.stdout_fd_);
+  std::swap(stdin_fd_, o.stdin_fd_);
   std::swap(buffer_, o.buffer_);
   std::swap(lines_, o.lines_);
   std::swap(exit_code_, o.exit_code_);
@@ -63,6 +75,7 @@ Subprocess& Subprocess::operator=(Subprocess&& o) noexcept {
 }
 
 Subprocess::~Subprocess() {
+  if (stdin_fd_ >= 0) close(stdin_fd_);
   if (pid_ > 0 && !exit_code_) {
     kill(pid_, SIGKILL);
     Wait(std::chrono::seconds(10));
@@ -102,6 +115,21 @@ std::optional<std::string> Subprocess::ReadLine(std::chrono::milliseconds timeou
     }
     buffer_.append(buf, static_cast<size_t>(n));
   }
+}
+
+bool Subprocess::WriteLine(const std::string& line) {
+  if (stdin_fd_ < 0) return false;
+  const std::string data = line + "\n";
+  size_t written = 0;
+  while (written < data.size()) {
+    // A child that stopped reading gives EPIPE (or SIGPIPE, unless the
+    // caller ignores it).
+    const ssize_t n = write(stdin_fd_, data.data() + written, data.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    written += static_cast<size_t>(n);
+  }
+  return true;
 }
 
 std::optional<std::string> Subprocess::WaitForLine(const std::string& prefix,

@@ -19,8 +19,11 @@ namespace uxds {
 // The destructor kills (SIGKILL) and reaps it if it is still running.
 class Subprocess {
  public:
+  // With `pipe_stdin` the child reads what WriteLine() sends, else it
+  // inherits stdin.
   static Subprocess Start(const std::vector<std::string>& argv,
-                          const std::map<std::string, std::string>& extra_env = {});
+                          const std::map<std::string, std::string>& extra_env = {},
+                          bool pipe_stdin = false);
   Subprocess(Subprocess&&) noexcept;
   Subprocess& operator=(Subprocess&&) noexcept;
   ~Subprocess();
@@ -33,6 +36,11 @@ class Subprocess {
                                          std::chrono::milliseconds timeout);
   // Every stdout line read so far.
   const std::vector<std::string>& lines() const { return lines_; }
+  // Forgets the lines read so far (a long-lived child's lines add up).
+  void ClearLines() { lines_.clear(); }
+  // Writes `line` and a newline to the child's stdin (Start with
+  // pipe_stdin); false if the child no longer reads it.
+  bool WriteLine(const std::string& line);
   void Signal(int sig);
   // Exit code (128+signal when killed by a signal); -1 on timeout (still running).
   int Wait(std::chrono::milliseconds timeout = std::chrono::seconds(30));
@@ -42,6 +50,7 @@ class Subprocess {
   Subprocess() = default;
   pid_t pid_ = -1;
   int stdout_fd_ = -1;
+  int stdin_fd_ = -1;
   std::string buffer_;
   std::vector<std::string> lines_;
   std::optional<int> exit_code_;

@@ -18,6 +18,7 @@ struct Command {
 };
 
 int RunDemo(const std::vector<std::string>& args);
+int RunFcm(const std::vector<std::string>& args);
 int RunRing(const std::vector<std::string>& args);
 int RunServe(const std::vector<std::string>& args);
 int RunTestServer(const std::vector<std::string>& args);

@@ -12,6 +12,8 @@ namespace {
 
 const Command kCommands[] = {
     {"demo", "run the demo on loopback: uxds servers and clients with gRPC peers", RunDemo},
+    {"fcm", "print the filter chain an xDS-enabled server's Listener gives each connection",
+     RunFcm},
     {"ring", "print the ring_hash ring size and the endpoint each request hash picks", RunRing},
     {"serve", "an xDS-enabled server: TestService, Health, CSDS; serving status as JSON lines",
      RunServe},

@@ -7,25 +7,19 @@
 // The ring input, the ring and the lookup are the library's own
 // (BuildRingEndpoints, Ring::Build, Ring::FindIndex): the ring_hash policy
 // runs the same code, so the output answers "where does this request go".
-#include <cerrno>
 #include <charconv>
-#include <cstdio>
-#include <cstring>
-#include <fstream>
-#include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "commands.h"
+#include "json_lines.h"
 #include "uxds/ring_hash.h"
 #include "uxds/status.h"
 
 namespace uxds::tool {
 namespace {
-
-using Json = nlohmann::ordered_json;
 
 constexpr const char* kUsage =
     "usage: uxds ring [FILE]\n"
@@ -48,13 +42,6 @@ constexpr const char* kUsage =
     "\n"
     "Exit status: 0 after the last line (a bad line does not stop it), 1 if FILE\n"
     "cannot be read, 2 on a usage error.\n";
-
-// A JSON number that is a non-negative integer (not 1.0, not -1).
-bool GetUnsigned(const Json& value, uint64_t* out) {
-  if (!value.is_number_unsigned()) return false;
-  *out = value.get<uint64_t>();
-  return true;
-}
 
 struct RingRequest {
   std::vector<RingHashAddress> addresses;
@@ -155,45 +142,10 @@ Json Answer(std::string_view line) {
   return Json{{"ring_size", ring.size()}, {"picks", std::move(picks)}};
 }
 
-bool IsBlank(std::string_view line) {
-  return line.find_first_not_of(" \t\r") == std::string_view::npos;
-}
-
 }  // namespace
 
 int RunRing(const std::vector<std::string>& args) {
-  std::string file;
-  for (const std::string& arg : args) {
-    if (arg == "-h" || arg == "--help") {
-      std::fputs(kUsage, stdout);
-      return kExitOk;
-    }
-    if ((arg.size() > 1 && arg[0] == '-') || !file.empty()) {
-      std::fprintf(stderr, "uxds ring: unexpected argument \"%s\"\nusage: uxds ring [FILE]\n",
-                   arg.c_str());
-      return kExitUsage;
-    }
-    file = arg;
-  }
-  std::ifstream in_file;
-  if (!file.empty() && file != "-") {
-    in_file.open(file);
-    if (!in_file) {
-      std::fprintf(stderr, "uxds ring: cannot read %s: %s\n", file.c_str(), std::strerror(errno));
-      return kExitRuntimeError;
-    }
-  }
-  std::istream& in = in_file.is_open() ? static_cast<std::istream&>(in_file) : std::cin;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (IsBlank(line)) continue;
-    const std::string out = Answer(line).dump(-1, ' ', false, Json::error_handler_t::replace);
-    std::fwrite(out.data(), 1, out.size(), stdout);
-    std::fputc('\n', stdout);
-    // A line in, a line out: callers may drive the tool interactively.
-    std::fflush(stdout);
-  }
-  return kExitOk;
+  return RunJsonLines("ring", kUsage, args, Answer);
 }
 
 }  // namespace uxds::tool

@@ -1,4 +1,5 @@
 // The XdsResourceType adapters around the resource decoders.
+#include "uxds/bootstrap.h"
 #include "uxds/xds_resources.h"
 #include "xds/resources/resource_decoders.h"
 
@@ -15,6 +16,17 @@ XdsResourceType::DecodeResult ToDecodeResult(DecodedResource<Resource> decoded) 
 }
 
 }  // namespace
+
+const XdsDecodeContext& StandaloneDecodeContext() {
+  static const Bootstrap* const bootstrap = [] {
+    auto* b = new Bootstrap();
+    b->xds_servers.emplace_back();
+    b->xds_servers.back().server_uri = "standalone.invalid:443";
+    return b;
+  }();
+  static const XdsDecodeContext context{*bootstrap, bootstrap->xds_servers.front()};
+  return context;
+}
 
 const ClusterResourceType& ClusterResourceType::Get() {
   static const ClusterResourceType* const type = new ClusterResourceType();

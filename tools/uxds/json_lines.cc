@@ -1,0 +1,65 @@
+#include "json_lines.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+
+#include "commands.h"
+
+namespace uxds::tool {
+namespace {
+
+bool IsBlank(std::string_view line) {
+  return line.find_first_not_of(" \t\r") == std::string_view::npos;
+}
+
+}  // namespace
+
+bool GetUnsigned(const Json& value, uint64_t* out) {
+  if (!value.is_number_unsigned()) return false;
+  *out = value.get<uint64_t>();
+  return true;
+}
+
+int RunJsonLines(const char* command, const char* usage, const std::vector<std::string>& args,
+                 const std::function<Json(std::string_view line)>& answer) {
+  std::string file;
+  for (const std::string& arg : args) {
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(usage, stdout);
+      return kExitOk;
+    }
+    if ((arg.size() > 1 && arg[0] == '-') || !file.empty()) {
+      const std::string_view usage_text(usage);
+      const std::string first_line(usage_text.substr(0, usage_text.find('\n')));
+      std::fprintf(stderr, "uxds %s: unexpected argument \"%s\"\n%s\n", command, arg.c_str(),
+                   first_line.c_str());
+      return kExitUsage;
+    }
+    file = arg;
+  }
+  std::ifstream in_file;
+  if (!file.empty() && file != "-") {
+    in_file.open(file);
+    if (!in_file) {
+      std::fprintf(stderr, "uxds %s: cannot read %s: %s\n", command, file.c_str(),
+                   std::strerror(errno));
+      return kExitRuntimeError;
+    }
+  }
+  std::istream& in = in_file.is_open() ? static_cast<std::istream&>(in_file) : std::cin;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (IsBlank(line)) continue;
+    const std::string out = answer(line).dump(-1, ' ', false, Json::error_handler_t::replace);
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    std::fputc('\n', stdout);
+    // A line in, a line out: callers may drive the tool interactively.
+    std::fflush(stdout);
+  }
+  return kExitOk;
+}
+
+}  // namespace uxds::tool
