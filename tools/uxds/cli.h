@@ -1,0 +1,39 @@
+// Command-line parsing shared by the uxds subcommands: CLI11 (Debian's
+// libcli11-dev, header-only, tool-side only), so every subcommand gets the
+// same --help, value validation and error lines.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+
+namespace uxds::tool {
+
+// Each subcommand builds its parser as
+//   CLI::App app{"what it does", "uxds NAME"};
+// adds its options (with CLI11's validators for ranges and enums), then calls
+// ParseCommandLine.
+// Parses `args` (the words after the subcommand's name). Returns nullopt
+// when the command should run, else the exit code: 0 after --help (printed
+// on stdout), kExitUsage after a usage error, reported on stderr as one line
+// plus a hint.
+inline std::optional<int> ParseCommandLine(CLI::App& app, const std::vector<std::string>& args) {
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 pops from the back
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    std::fputs(app.help().c_str(), stdout);
+    return kExitOk;
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "%s: %s\nrun `%s --help` for usage\n", app.get_name().c_str(), e.what(),
+                 app.get_name().c_str());
+    return kExitUsage;
+  }
+  return std::nullopt;
+}
+
+}  // namespace uxds::tool
