@@ -1,8 +1,8 @@
 // XdsServer: a gRPC server whose listener the xDS control plane configures
-// (gRFC A36).
+// (gRFC A36); Server (at the end): a plain gRPC server.
 //
-//   auto registry = std::make_shared<uxds::http2::ServiceRegistry>();
-//   registry->Register("/demo.Echo/Say", uxds::http2::MakeUnaryHandler(Say));
+//   auto registry = std::make_shared<uxds::ServiceRegistry>();
+//   registry->Register("/demo.Echo/Say", uxds::MakeUnaryHandler(Say));
 //   uxds::XdsServerOptions options;
 //   options.xds_client_pool = pool;  // its XdsClient is the pool's "#server"
 //   options.serving_status = [](std::string_view address, const uxds::Status& s) { ... };
@@ -43,20 +43,20 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
 
+#include "uxds/loop.h"
+#include "uxds/service_registry.h"
 #include "uxds/status.h"
 #include "uxds/task.h"
 #include "uxds/xds_client_pool.h"
 
 namespace uxds {
-
-namespace http2 {
-class ServiceRegistry;
-}
 
 struct XdsServerOptions {
   // A36: "a default grace period of 10 minutes for long-lived RPCs".
@@ -87,7 +87,7 @@ class XdsServer {
   // when the address is invalid, the pool is missing, or the bootstrap has no
   // server_listener_resource_name_template. Control thread only.
   static StatusOr<std::unique_ptr<XdsServer>> Create(
-      std::string_view listening_address, std::shared_ptr<const http2::ServiceRegistry> registry,
+      std::string_view listening_address, std::shared_ptr<const ServiceRegistry> registry,
       XdsServerOptions options);
   // Shutdown() must have completed.
   ~XdsServer();
@@ -111,6 +111,58 @@ class XdsServer {
  private:
   explicit XdsServer(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
+};
+
+// A plain gRPC server (no xDS): one listening TCP socket on a Loop, serving
+// a ServiceRegistry over HTTP/2.
+//
+//   auto server = uxds::Server::Listen(loop, "127.0.0.1:0", registry);  // 0: a free port
+//   loop.Spawn((*server)->Serve());
+//   ... (*server)->port() ...
+//   co_await (*server)->Shutdown(std::chrono::seconds(5));  // Serve() then returns
+//
+// Threads: everything on `loop`'s thread; handlers run there too.
+struct ServerOptions {
+  // Connections served at once; more are closed at accept, without a byte.
+  size_t max_connections = 1024;
+  // SETTINGS_MAX_CONCURRENT_STREAMS: calls at once per connection.
+  uint32_t max_concurrent_streams = 100;
+  // A larger request message fails its call with RESOURCE_EXHAUSTED.
+  size_t max_receive_message_size = 4 * 1024 * 1024;
+  // Server-initiated PINGs (0: none); an unanswered one closes the
+  // connection, cancelling its calls.
+  std::chrono::milliseconds keepalive_time{0};
+};
+
+namespace http2 {
+class Server;
+}
+
+class Server {
+ public:
+  // Binds and listens on "IP:port" ("127.0.0.1:8080", "[::]:0"); port 0
+  // picks a free port. INVALID_ARGUMENT naming the address when it is not
+  // one; the bind's errno when it fails.
+  static StatusOr<std::unique_ptr<Server>> Listen(Loop& loop, std::string_view address,
+                                                  std::shared_ptr<const ServiceRegistry> registry,
+                                                  ServerOptions options = {});
+  // Shutdown() must have completed, or Serve() returned, before this.
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // The port listened on (the one picked, for port 0).
+  uint16_t port() const;
+  // Accepts and serves connections until Shutdown(); returns when every
+  // connection has ended.
+  Task<void> Serve();
+  // Stops accepting, drains every connection (GOAWAY; calls in flight get
+  // `grace`, then are cancelled) and waits until Serve() has returned.
+  Task<void> Shutdown(std::chrono::milliseconds grace);
+
+ private:
+  explicit Server(std::unique_ptr<http2::Server> server);
+  std::unique_ptr<http2::Server> server_;
 };
 
 }  // namespace uxds

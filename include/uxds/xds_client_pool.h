@@ -21,6 +21,7 @@
 
 #include "uxds/bootstrap.h"
 #include "uxds/loop.h"
+#include "uxds/service_registry.h"
 #include "uxds/status.h"
 #include "uxds/xds_client.h"
 
@@ -55,6 +56,12 @@ class XdsClientPool {
 
   Loop& loop() const;
   const Bootstrap& bootstrap() const;
+
+  // A40: serves envoy.service.status.v3.ClientStatusDiscoveryService
+  // (FetchClientStatus, StreamClientStatus) on `registry`, reporting every
+  // client of this pool alive at the time of each request. The server may
+  // run on any loop.
+  void RegisterCsdsService(ServiceRegistry& registry) const;
 
  private:
   friend xds_internal::XdsClientPoolState& xds_internal::StateOf(XdsClientPool& pool);

@@ -27,21 +27,21 @@ std::vector<nghttp2_nv> ToNv(const HeaderFields& fields) {
 
 }  // namespace
 
-ServerCall::ServerCall(detail::ServerSession* session, CancelState* parent_cancel,
-                       size_t max_receive_message_size, size_t max_metadata_size)
+Http2ServerCall::Http2ServerCall(detail::ServerSession* session, CancelState* parent_cancel,
+                                 size_t max_receive_message_size, size_t max_metadata_size)
     : Http2Stream(session, max_receive_message_size),
       server_session_(session),
       cancel_state_(parent_cancel),
       max_metadata_size_(max_metadata_size) {}
 
-ServerCall::~ServerCall() {
+Http2ServerCall::~Http2ServerCall() {
   if (deadline_timer_) deadline_timer_->Cancel();
   DetachFromNghttp2();
 }
 
-const std::string& ServerCall::peer() const { return server_session_->peer(); }
+const std::string& Http2ServerCall::peer() const { return server_session_->peer(); }
 
-Task<std::optional<std::string>> ServerCall::Read() {
+Task<std::optional<std::string>> Http2ServerCall::Read() {
   while (true) {
     if (has_received_message()) co_return PopReceivedMessage();
     if (remote_end_ || cancelled_ || stream_closed_) co_return std::nullopt;
@@ -50,7 +50,7 @@ Task<std::optional<std::string>> ServerCall::Read() {
   }
 }
 
-Task<Status> ServerCall::Write(std::string_view message) {
+Task<Status> Http2ServerCall::Write(std::string_view message) {
   if (cancelled_) co_return CancelledError("call " + path_ + " was cancelled");
   if (finished_) co_return FailedPreconditionError("Write() after " + path_ + " finished");
   if (!headers_sent_) {
@@ -67,15 +67,15 @@ Task<Status> ServerCall::Write(std::string_view message) {
   co_return OkStatus();
 }
 
-void ServerCall::AddInitialMetadata(std::string key, std::string value) {
+void Http2ServerCall::AddInitialMetadata(std::string key, std::string value) {
   if (!headers_sent_) initial_metadata_.emplace_back(std::move(key), std::move(value));
 }
 
-void ServerCall::AddTrailingMetadata(std::string key, std::string value) {
+void Http2ServerCall::AddTrailingMetadata(std::string key, std::string value) {
   trailing_metadata_.emplace_back(std::move(key), std::move(value));
 }
 
-Status ServerCall::SendInitialMetadata() {
+Status Http2ServerCall::SendInitialMetadata() {
   if (headers_sent_) return OkStatus();
   if (cancelled_) return CancelledError("call " + path_ + " was cancelled");
   if (finished_) return FailedPreconditionError("call " + path_ + " already finished");
@@ -105,7 +105,7 @@ Status ServerCall::SendInitialMetadata() {
   return OkStatus();
 }
 
-HeaderFields ServerCall::TrailerFields(const Status& status) {
+HeaderFields Http2ServerCall::TrailerFields(const Status& status) {
   HeaderFields fields;
   fields.emplace_back("grpc-status", std::to_string(static_cast<int>(status.code())));
   if (!status.message().empty()) {
@@ -117,7 +117,7 @@ HeaderFields ServerCall::TrailerFields(const Status& status) {
   return fields;
 }
 
-void ServerCall::FinishWithStatus(const Status& handler_status) {
+void Http2ServerCall::FinishWithStatus(const Status& handler_status) {
   if (finished_ || cancelled_ || stream_closed_ || session_->closing()) {
     finished_ = true;
     return;
@@ -147,8 +147,8 @@ void ServerCall::FinishWithStatus(const Status& handler_status) {
   session_->WakeWriter();
 }
 
-void ServerCall::RespondWithoutHandler(int http_status, const Status& status,
-                                       const HeaderFields& extra) {
+void Http2ServerCall::RespondWithoutHandler(int http_status, const Status& status,
+                                            const HeaderFields& extra) {
   handler_done_ = true;
   finished_ = true;
   if (stream_closed_ || session_->closing()) return;
@@ -163,12 +163,12 @@ void ServerCall::RespondWithoutHandler(int http_status, const Status& status,
   session_->WakeWriter();
 }
 
-void ServerCall::Abort(const Status& status) {
+void Http2ServerCall::Abort(const Status& status) {
   FinishWithStatus(status);
   MarkCancelled();
 }
 
-void ServerCall::MarkCancelled() {
+void Http2ServerCall::MarkCancelled() {
   if (cancelled_) return;
   cancelled_ = true;
   if (deadline_timer_) deadline_timer_->Cancel();
@@ -179,7 +179,7 @@ void ServerCall::MarkCancelled() {
   write_cond_.NotifyAll();
 }
 
-void ServerCall::StartDeadlineTimer() {
+void Http2ServerCall::StartDeadlineTimer() {
   if (!deadline_) return;
   deadline_timer_ = std::make_unique<Timer>(loop_);
   deadline_timer_->Start(*deadline_ - Loop::Clock::now(), [this] {
@@ -193,7 +193,7 @@ void ServerCall::StartDeadlineTimer() {
 
 // --- Events from nghttp2 -----------------------------------------------------
 
-void ServerCall::OnHeader(uint8_t category, std::string_view name, std::string_view value) {
+void Http2ServerCall::OnHeader(uint8_t category, std::string_view name, std::string_view value) {
   // Request trailers carry nothing gRPC uses.
   if (category != NGHTTP2_HCAT_REQUEST) return;
   header_list_size_ += HeaderFieldSize(name, value);
@@ -224,7 +224,7 @@ void ServerCall::OnHeader(uint8_t category, std::string_view name, std::string_v
   }
 }
 
-void ServerCall::OnHeadersComplete(uint8_t category, bool end_stream) {
+void Http2ServerCall::OnHeadersComplete(uint8_t category, bool end_stream) {
   if (category == NGHTTP2_HCAT_REQUEST) {
     remote_end_ = end_stream;
     server_session_->OnRequestHeaders(this);
@@ -236,7 +236,7 @@ void ServerCall::OnHeadersComplete(uint8_t category, bool end_stream) {
   }
 }
 
-void ServerCall::OnDataEndStream() {
+void Http2ServerCall::OnDataEndStream() {
   remote_end_ = true;
   if (deframer_.error().ok() && deframer_.has_partial_message()) {
     Abort(InternalError("request stream for " + path_ + " ended inside a message"));
@@ -244,12 +244,12 @@ void ServerCall::OnDataEndStream() {
   read_cond_.NotifyAll();
 }
 
-void ServerCall::OnReceiveError(Status status) {
+void Http2ServerCall::OnReceiveError(Status status) {
   DiscardReceived();
   Abort(status);
 }
 
-void ServerCall::OnStreamClose(uint32_t /*error_code*/) {
+void Http2ServerCall::OnStreamClose(uint32_t /*error_code*/) {
   // A stream that closes before we sent the final status was reset by the
   // client (cancellation) or by nghttp2 for a protocol error.
   if (!finished_) MarkCancelled();
@@ -258,7 +258,7 @@ void ServerCall::OnStreamClose(uint32_t /*error_code*/) {
   server_session_->MaybeRelease(this);  // may destroy *this
 }
 
-void ServerCall::OnSessionClosed(const Status& /*reason*/) {
+void Http2ServerCall::OnSessionClosed(const Status& /*reason*/) {
   // PROTOCOL-HTTP2: on connection failure a server's open calls are
   // CANCELLED. The session outlives us, so session_ stays valid; nghttp2
   // must not reach us once the session frees us.
@@ -267,7 +267,7 @@ void ServerCall::OnSessionClosed(const Status& /*reason*/) {
   MarkCancelled();
 }
 
-void ServerCall::OnSendEnd(uint32_t* data_flags) {
+void Http2ServerCall::OnSendEnd(uint32_t* data_flags) {
   *data_flags |= NGHTTP2_DATA_FLAG_EOF;
   if (!pending_trailers_) return;
   // The trailers carry END_STREAM, not the last DATA frame.
@@ -277,7 +277,7 @@ void ServerCall::OnSendEnd(uint32_t* data_flags) {
   pending_trailers_.reset();
 }
 
-void ServerCall::OnFinalHeadersSent() {
+void Http2ServerCall::OnFinalHeadersSent() {
   // PROTOCOL-HTTP2 "Early Server Closure": the client has not half-closed;
   // RST_STREAM NO_ERROR releases the stream.
   if (!remote_end_) ResetStream(NGHTTP2_NO_ERROR);

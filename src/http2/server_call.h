@@ -1,12 +1,6 @@
-// ServerCall: one incoming gRPC call, handed to its Handler.
-//
-// The handler reads request messages, writes responses and returns the
-// call's Status, which goes out in the trailers (a Trailers-Only response
-// when nothing was written). The handler runs under the call's own
-// cancellation: when the client cancels, the deadline passes or the
-// connection goes away, every operation the handler awaits completes with
-// CANCELLED, and cancelled() turns true; its returned status is then
-// dropped.
+// Http2ServerCall: one incoming gRPC call on an HTTP/2 stream, handed to its
+// Handler as the public uxds::ServerCall (include/uxds/service_registry.h
+// says what a handler may do with it).
 #pragma once
 
 #include <cstdint>
@@ -20,6 +14,7 @@
 #include "http2/metadata.h"
 #include "uxds/cancel.h"
 #include "uxds/loop.h"
+#include "uxds/service_registry.h"
 #include "uxds/status.h"
 #include "uxds/task.h"
 
@@ -29,48 +24,33 @@ namespace detail {
 class ServerSession;
 }
 
-class ServerCall final : private detail::Http2Stream {
+// Handlers see the call through the public interface.
+using ServerCall = ::uxds::ServerCall;
+
+class Http2ServerCall final : public ServerCall, private detail::Http2Stream {
  public:
-  ~ServerCall() override;
+  ~Http2ServerCall() override;
 
-  // ":path", e.g. "/grpc.testing.TestService/UnaryCall".
-  const std::string& method() const { return path_; }
-  const std::string& authority() const { return authority_; }
-  // Custom metadata of the request ("-bin" values decoded), plus user-agent.
-  const Metadata& request_metadata() const { return request_metadata_; }
-  // From grpc-timeout; nullopt when the client set none.
-  std::optional<Loop::Clock::time_point> deadline() const { return deadline_; }
-  // "127.0.0.1:54321" style.
-  const std::string& peer() const;
-  Loop& loop() const { return loop_; }
-
-  // The next request message; nullopt once the client half-closed, or the
-  // call was cancelled.
-  Task<std::optional<std::string>> Read();
-  // Sends one response message (the response headers first, if not yet
-  // sent). Waits while the client's flow-control window is exhausted.
-  // CANCELLED once the call is cancelled, FAILED_PRECONDITION once finished.
-  Task<Status> Write(std::string_view message);
-
-  // Metadata for the response headers; only before they are sent (the first
-  // Write() or SendInitialMetadata()).
-  void AddInitialMetadata(std::string key, std::string value);
-  // Metadata for the trailers, sent with the returned status.
-  void AddTrailingMetadata(std::string key, std::string value);
-  // Sends the response headers now (e.g. before a long wait for the first
-  // message). INTERNAL if the initial metadata is invalid.
-  Status SendInitialMetadata();
-
-  // The client cancelled, the deadline passed, or the connection is gone.
-  bool cancelled() const { return cancelled_; }
-  // Cancelled together with the call; what the handler runs under.
-  CancelState& cancel_state() { return cancel_state_; }
+  // ServerCall
+  const std::string& method() const override { return path_; }
+  const std::string& authority() const override { return authority_; }
+  const Metadata& request_metadata() const override { return request_metadata_; }
+  std::optional<Loop::Clock::time_point> deadline() const override { return deadline_; }
+  const std::string& peer() const override;
+  Loop& loop() const override { return loop_; }
+  Task<std::optional<std::string>> Read() override;
+  Task<Status> Write(std::string_view message) override;
+  void AddInitialMetadata(std::string key, std::string value) override;
+  void AddTrailingMetadata(std::string key, std::string value) override;
+  Status SendInitialMetadata() override;
+  bool cancelled() const override { return cancelled_; }
+  CancelState& cancel_state() override { return cancel_state_; }
 
  private:
   friend class detail::ServerSession;
 
-  ServerCall(detail::ServerSession* session, CancelState* parent_cancel,
-             size_t max_receive_message_size, size_t max_metadata_size);
+  Http2ServerCall(detail::ServerSession* session, CancelState* parent_cancel,
+                  size_t max_receive_message_size, size_t max_metadata_size);
 
   // Sends the final status: trailers after the messages written, or a
   // Trailers-Only response. No-op once finished or cancelled.

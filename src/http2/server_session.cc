@@ -57,15 +57,15 @@ ServerSession::~ServerSession() { calls_.clear(); }
 
 Http2Stream* ServerSession::OnBeginRequest(int32_t /*stream_id*/) {
   if (closing()) return nullptr;
-  std::unique_ptr<ServerCall> call(new ServerCall(this, &handlers_.cancel_state(),
-                                                  server_options_.max_receive_message_size,
-                                                  server_options_.max_metadata_size));
-  ServerCall* raw = call.get();
+  std::unique_ptr<Http2ServerCall> call(
+      new Http2ServerCall(this, &handlers_.cancel_state(), server_options_.max_receive_message_size,
+                          server_options_.max_metadata_size));
+  Http2ServerCall* raw = call.get();
   calls_.emplace(raw, std::move(call));
   return raw;
 }
 
-void ServerSession::OnRequestHeaders(ServerCall* call) {
+void ServerSession::OnRequestHeaders(Http2ServerCall* call) {
   // Requests a gRPC server must refuse, answered as gRPC servers do: an HTTP
   // status for non-gRPC clients plus grpc-status for gRPC ones.
   if (call->header_list_too_large_) {
@@ -110,7 +110,7 @@ void ServerSession::OnRequestHeaders(ServerCall* call) {
   handlers_.Spawn(RunHandler(call, handler));
 }
 
-Task<void> ServerSession::RunHandler(ServerCall* call, const Handler* handler) {
+Task<void> ServerSession::RunHandler(Http2ServerCall* call, const Handler* handler) {
   if (!call->cancelled_) {
     Status status = co_await RunUnder<Status>((*handler)(*call), &call->cancel_state_);
     if (!call->cancelled_) call->FinishWithStatus(status);
@@ -119,17 +119,17 @@ Task<void> ServerSession::RunHandler(ServerCall* call, const Handler* handler) {
   MaybeRelease(call);
 }
 
-void ServerSession::MaybeRelease(ServerCall* call) {
+void ServerSession::MaybeRelease(Http2ServerCall* call) {
   if (!call->handler_done_ || !call->stream_closed_) return;
   calls_.erase(call);
   calls_changed_.NotifyAll();
 }
 
 void ServerSession::FailAllStreams(const Status& reason) {
-  std::vector<ServerCall*> calls;
+  std::vector<Http2ServerCall*> calls;
   calls.reserve(calls_.size());
   for (auto& [raw, owned] : calls_) calls.push_back(raw);
-  for (ServerCall* call : calls) {
+  for (Http2ServerCall* call : calls) {
     call->OnSessionClosed(reason);
     MaybeRelease(call);
   }

@@ -32,24 +32,24 @@ class ServerSession final : public Http2Session {
   size_t active_calls() const { return calls_.size(); }
   Task<void> JoinHandlers() { co_await handlers_.Join(); }
 
-  // From ServerCall.
-  void OnRequestHeaders(ServerCall* call);
+  // From Http2ServerCall.
+  void OnRequestHeaders(Http2ServerCall* call);
   // Frees `call` once its handler is done and its stream closed.
-  void MaybeRelease(ServerCall* call);
+  void MaybeRelease(Http2ServerCall* call);
 
  protected:
   Http2Stream* OnBeginRequest(int32_t stream_id) override;
   void FailAllStreams(const Status& reason) override;
 
  private:
-  Task<void> RunHandler(ServerCall* call, const Handler* handler);
+  Task<void> RunHandler(Http2ServerCall* call, const Handler* handler);
   Task<void> DrainTask(std::chrono::milliseconds grace);
   Task<void> PrefaceWatchdog();
 
   const std::shared_ptr<const ServiceRegistry> registry_;
   const ServerOptions server_options_;
   TaskGroup handlers_;
-  std::unordered_map<ServerCall*, std::unique_ptr<ServerCall>> calls_;
+  std::unordered_map<Http2ServerCall*, std::unique_ptr<Http2ServerCall>> calls_;
   AsyncCondition calls_changed_;
   bool draining_ = false;
 };

@@ -1,6 +1,6 @@
-#include "http2/service_registry.h"
+#include "uxds/service_registry.h"
 
-namespace uxds::http2 {
+namespace uxds {
 
 Handler MakeUnaryHandler(UnaryHandler handler) {
   return [handler = std::move(handler)](ServerCall& call) -> Task<Status> {
@@ -29,4 +29,4 @@ const Handler* ServiceRegistry::Find(std::string_view path) const {
   return fallback_ ? &fallback_ : nullptr;
 }
 
-}  // namespace uxds::http2
+}  // namespace uxds

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "xds/client/xds_client_pool_state.h"
+#include "xds/csds/csds_service.h"
 
 namespace uxds {
 
@@ -88,5 +89,9 @@ std::vector<std::string> XdsClientPool::Keys() const {
 Loop& XdsClientPool::loop() const { return state_->loop; }
 
 const Bootstrap& XdsClientPool::bootstrap() const { return state_->bootstrap; }
+
+void XdsClientPool::RegisterCsdsService(ServiceRegistry& registry) const {
+  csds::RegisterCsdsService(registry, state_->csds);
+}
 
 }  // namespace uxds
