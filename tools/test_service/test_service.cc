@@ -2,7 +2,6 @@
 
 #include "grpc/testing/empty.pb.h"
 #include "grpc/testing/messages.pb.h"
-#include "http2/server_call.h"
 
 namespace uxds::test_service {
 namespace {
@@ -11,7 +10,7 @@ constexpr std::string_view kEchoInitial = "x-grpc-test-echo-initial";
 constexpr std::string_view kEchoTrailing = "x-grpc-test-echo-trailing-bin";
 
 // Interop spec: echo these two request keys back as initial / trailing metadata.
-void EchoInteropMetadata(http2::ServerCall& call) {
+void EchoInteropMetadata(ServerCall& call) {
   for (const auto& [key, value] : call.request_metadata()) {
     if (key == kEchoInitial) call.AddInitialMetadata(key, value);
     if (key == kEchoTrailing) call.AddTrailingMetadata(key, value);
@@ -26,7 +25,7 @@ Status BadRequest(std::string_view what) {
   return InvalidArgumentError("cannot parse " + std::string(what));
 }
 
-Task<Status> EmptyCall(http2::ServerCall& call) {
+Task<Status> EmptyCall(ServerCall& call) {
   auto request = co_await call.Read();
   grpc::testing::Empty empty;
   if (!request || !empty.ParseFromString(*request)) co_return BadRequest("Empty");
@@ -34,7 +33,7 @@ Task<Status> EmptyCall(http2::ServerCall& call) {
   co_return co_await call.Write(grpc::testing::Empty().SerializeAsString());
 }
 
-Task<Status> UnaryCall(http2::ServerCall& call, const std::string& server_id,
+Task<Status> UnaryCall(ServerCall& call, const std::string& server_id,
                        const std::string& hostname) {
   auto bytes = co_await call.Read();
   grpc::testing::SimpleRequest request;
@@ -54,7 +53,7 @@ Task<Status> UnaryCall(http2::ServerCall& call, const std::string& server_id,
   co_return co_await call.Write(response.SerializeAsString());
 }
 
-Task<Status> WriteResponses(http2::ServerCall& call,
+Task<Status> WriteResponses(ServerCall& call,
                             const grpc::testing::StreamingOutputCallRequest& request) {
   for (const auto& params : request.response_parameters()) {
     grpc::testing::StreamingOutputCallResponse response;
@@ -64,7 +63,7 @@ Task<Status> WriteResponses(http2::ServerCall& call,
   co_return OkStatus();
 }
 
-Task<Status> StreamingOutputCall(http2::ServerCall& call) {
+Task<Status> StreamingOutputCall(ServerCall& call) {
   auto bytes = co_await call.Read();
   grpc::testing::StreamingOutputCallRequest request;
   if (!bytes || !request.ParseFromString(*bytes)) {
@@ -76,7 +75,7 @@ Task<Status> StreamingOutputCall(http2::ServerCall& call) {
   co_return OkStatus();
 }
 
-Task<Status> FullDuplexCall(http2::ServerCall& call) {
+Task<Status> FullDuplexCall(ServerCall& call) {
   EchoInteropMetadata(call);
   while (auto bytes = co_await call.Read()) {
     grpc::testing::StreamingOutputCallRequest request;
@@ -91,12 +90,11 @@ Task<Status> FullDuplexCall(http2::ServerCall& call) {
 
 }  // namespace
 
-void RegisterTestService(http2::ServiceRegistry& registry, std::string server_id,
-                         std::string hostname) {
+void RegisterTestService(ServiceRegistry& registry, std::string server_id, std::string hostname) {
   registry.Register(kEmptyCall, EmptyCall);
   registry.Register(kUnaryCall,
                     [server_id = std::move(server_id), hostname = std::move(hostname)](
-                        http2::ServerCall& call) { return UnaryCall(call, server_id, hostname); });
+                        ServerCall& call) { return UnaryCall(call, server_id, hostname); });
   registry.Register(kStreamingOutputCall, StreamingOutputCall);
   registry.Register(kFullDuplexCall, FullDuplexCall);
 }

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "http2/service_registry.h"
+#include "uxds/service_registry.h"
 
 namespace uxds::test_service {
 
@@ -20,7 +20,7 @@ inline constexpr const char* kFullDuplexCall = "/grpc.testing.TestService/FullDu
 // metadata keys x-grpc-test-echo-initial / x-grpc-test-echo-trailing-bin.
 // UnaryCall fills SimpleResponse.hostname with `hostname` when it is set, as
 // gRPC's xDS interop servers do.
-void RegisterTestService(http2::ServiceRegistry& registry, std::string server_id,
+void RegisterTestService(ServiceRegistry& registry, std::string server_id,
                          std::string hostname = "");
 
 }  // namespace uxds::test_service

@@ -17,6 +17,12 @@ namespace uxds::tool {
 //   CLI::App app{"what it does", "uxds NAME"};
 // adds its options (with CLI11's validators for ranges and enums), then calls
 // ParseCommandLine.
+// Refuses an empty value ("--bootstrap ''"), naming what it should be.
+inline CLI::Validator NonEmpty(std::string what) {
+  return CLI::Validator(
+      [what](std::string& value) { return value.empty() ? "must be " + what : std::string(); }, "");
+}
+
 // Parses `args` (the words after the subcommand's name). Returns nullopt
 // when the command should run, else the exit code: 0 after --help (printed
 // on stdout), kExitUsage after a usage error, reported on stderr as one line

@@ -21,18 +21,17 @@
 #include "commands.h"
 #include "common/subprocess.h"
 #include "json_lines.h"
-#include "runtime/socket_address.h"
-#include "server/filter_chain_matcher.h"
 #include "tool_config.h"
+#include "uxds/filter_chain_selector.h"
 #include "uxds/status.h"
 #include "uxds/xds_resources.h"
 
 namespace uxds::tool {
 namespace {
 
-constexpr const char* kUsage =
-    "usage: uxds fcm [FILE]\n"
-    "\n"
+constexpr const char* kSummary =
+    "Prints the filter chain an xDS-enabled server's Listener gives each connection.";
+constexpr const char* kDetails =
     "Reads one JSON object per line (from FILE, else stdin):\n"
     "  {\"listener\": <an xDS-enabled server's Listener in proto3 JSON>,\n"
     "   \"connections\": [{\"dest_ip\":\"127.0.0.1\",\"dest_port\":8080,\n"
@@ -128,40 +127,46 @@ StatusOr<uint16_t> GetPort(const Json& connection, const char* key) {
   return static_cast<uint16_t>(port);
 }
 
-StatusOr<SocketAddress> GetAddress(const Json& connection, const char* ip_key,
-                                   const char* port_key) {
+using Endpoint = FilterChainSelector::Endpoint;
+
+struct Connection {
+  Endpoint destination;
+  Endpoint source;
+};
+
+StatusOr<Endpoint> GetEndpoint(const Json& connection, const char* ip_key, const char* port_key) {
   if (!connection.contains(ip_key)) {
     return InvalidArgumentError(std::string(ip_key) + ": field not present");
   }
   if (!connection[ip_key].is_string()) {
     return InvalidArgumentError(std::string(ip_key) + ": must be a string");
   }
-  uint16_t port = 0;
+  Endpoint endpoint{connection[ip_key].get<std::string>(), 0};
   if (connection.contains(port_key)) {
     StatusOr<uint16_t> parsed = GetPort(connection, port_key);
     if (!parsed.ok()) return parsed.status();
-    port = *parsed;
+    endpoint.port = *parsed;
   } else if (std::string_view(port_key) == "source_port") {
     return InvalidArgumentError("source_port: field not present");
   }
-  StatusOr<SocketAddress> address =
-      SocketAddress::FromIpAndPort(connection[ip_key].get<std::string>(), port);
-  if (!address.ok()) return address.status().WithContext(ip_key);
-  return address;
+  if (Status ip = FilterChainSelector::CheckIp(endpoint.ip); !ip.ok()) {
+    return ip.WithContext(ip_key);
+  }
+  return endpoint;
 }
 
-StatusOr<ConnectionAddresses> ParseConnection(const Json& connection) {
+StatusOr<Connection> ParseConnection(const Json& connection) {
   if (!connection.is_object()) return InvalidArgumentError("must be an object");
   for (const auto& [key, value] : connection.items()) {
     if (key != "dest_ip" && key != "dest_port" && key != "source_ip" && key != "source_port") {
       return InvalidArgumentError("unknown field \"" + key + "\"");
     }
   }
-  StatusOr<SocketAddress> local = GetAddress(connection, "dest_ip", "dest_port");
-  if (!local.ok()) return local.status();
-  StatusOr<SocketAddress> peer = GetAddress(connection, "source_ip", "source_port");
-  if (!peer.ok()) return peer.status();
-  return ConnectionAddresses{*local, *peer};
+  StatusOr<Endpoint> destination = GetEndpoint(connection, "dest_ip", "dest_port");
+  if (!destination.ok()) return destination.status();
+  StatusOr<Endpoint> source = GetEndpoint(connection, "source_ip", "source_port");
+  if (!source.ok()) return source.status();
+  return Connection{*std::move(destination), *std::move(source)};
 }
 
 class FcmCommand {
@@ -188,12 +193,12 @@ class FcmCommand {
       }
       listener.erase("@type");
     }
-    std::vector<ConnectionAddresses> connections;
+    std::vector<Connection> connections;
     if (request.contains("connections")) {
       const Json& list = request["connections"];
       if (!list.is_array()) return Error(InvalidArgumentError("connections: must be an array"));
       for (size_t i = 0; i < list.size(); ++i) {
-        StatusOr<ConnectionAddresses> connection = ParseConnection(list[i]);
+        StatusOr<Connection> connection = ParseConnection(list[i]);
         if (!connection.ok()) {
           return Error(connection.status().WithContext("connections[" + std::to_string(i) + "]"));
         }
@@ -213,10 +218,13 @@ class FcmCommand {
       return Error(InvalidArgumentError(
           "listener: a client Listener (api_listener), not an xDS-enabled server's"));
     }
-    const FilterChainMatcher matcher(*server);
+    const FilterChainSelector selector(*server);
     Json selections = Json::array();
-    for (const ConnectionAddresses& connection : connections) {
-      const FilterChain* chain = matcher.Select(connection);
+    for (const Connection& connection : connections) {
+      StatusOr<const FilterChain*> selected =
+          selector.Select(connection.destination, connection.source);
+      if (!selected.ok()) return Error(selected.status());  // checked while parsing
+      const FilterChain* chain = *selected;
       if (chain == nullptr) {
         selections.push_back(nullptr);
       } else if (server->default_filter_chain.has_value() &&
@@ -243,8 +251,10 @@ int RunFcm(const std::vector<std::string>& args) {
   // A converter that died shows up as a failed write, not as SIGPIPE.
   signal(SIGPIPE, SIG_IGN);
   FcmCommand command;
-  const int exit_code = RunJsonLines(
-      "fcm", kUsage, args, [&command](std::string_view line) { return command.Answer(line); });
+  CLI::App app{kSummary, "uxds fcm"};
+  app.footer(kDetails);
+  const int exit_code =
+      RunJsonLines(app, args, [&command](std::string_view line) { return command.Answer(line); });
   return exit_code == kExitOk && command.converter_failed() ? kExitRuntimeError : exit_code;
 }
 

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "cli.h"
 #include "commands.h"
 
 namespace uxds::tool {
@@ -23,28 +24,16 @@ bool GetUnsigned(const Json& value, uint64_t* out) {
   return true;
 }
 
-int RunJsonLines(const char* command, const char* usage, const std::vector<std::string>& args,
+int RunJsonLines(CLI::App& app, const std::vector<std::string>& args,
                  const std::function<Json(std::string_view line)>& answer) {
   std::string file;
-  for (const std::string& arg : args) {
-    if (arg == "-h" || arg == "--help") {
-      std::fputs(usage, stdout);
-      return kExitOk;
-    }
-    if ((arg.size() > 1 && arg[0] == '-') || !file.empty()) {
-      const std::string_view usage_text(usage);
-      const std::string first_line(usage_text.substr(0, usage_text.find('\n')));
-      std::fprintf(stderr, "uxds %s: unexpected argument \"%s\"\n%s\n", command, arg.c_str(),
-                   first_line.c_str());
-      return kExitUsage;
-    }
-    file = arg;
-  }
+  app.add_option("FILE", file, "the input, one JSON object per line (default, or \"-\": stdin)");
+  if (auto exit_code = ParseCommandLine(app, args)) return *exit_code;
   std::ifstream in_file;
   if (!file.empty() && file != "-") {
     in_file.open(file);
     if (!in_file) {
-      std::fprintf(stderr, "uxds %s: cannot read %s: %s\n", command, file.c_str(),
+      std::fprintf(stderr, "%s: cannot read %s: %s\n", app.get_name().c_str(), file.c_str(),
                    std::strerror(errno));
       return kExitRuntimeError;
     }

@@ -4,6 +4,7 @@
 // so callers may drive the command interactively.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -14,9 +15,10 @@ namespace uxds::tool {
 
 using Json = nlohmann::ordered_json;
 
-// `usage` is printed for --help; its first line also after a usage error.
-// `answer` turns one input line into its output. Returns the exit code.
-int RunJsonLines(const char* command, const char* usage, const std::vector<std::string>& args,
+// Adds the FILE argument to `app` (which holds the command's description),
+// parses `args`, then answers every line. `answer` turns one input line into
+// its output. Returns the exit code.
+int RunJsonLines(CLI::App& app, const std::vector<std::string>& args,
                  const std::function<Json(std::string_view line)>& answer);
 
 // A JSON number that is a non-negative integer (not 1.0, not -1).

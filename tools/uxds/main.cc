@@ -40,21 +40,24 @@ int main(int argc, char** argv) {
     PrintUsage(stderr);
     return kExitUsage;
   }
-  std::string name = argv[1];
-  if (name == "help" && argc == 3) {  // `uxds help ring` is `uxds ring --help`
-    for (const Command& c : kCommands) {
-      if (c.name == std::string(argv[2])) return c.run({"--help"});
-    }
-  }
-  if (name == "help" || name == "--help" || name == "-h") {
+  const std::string name = argv[1];
+  const bool is_help = name == "help" || name == "--help" || name == "-h";
+  if (is_help && argc == 2) {
     PrintUsage(stdout);
     return kExitOk;
   }
-  std::vector<std::string> args(argv + 2, argv + argc);
-  for (const Command& c : kCommands) {
-    if (name == c.name) return c.run(args);
+  // `uxds help ring` is `uxds ring --help`.
+  const std::string command = is_help && argc == 3 ? argv[2] : name;
+  if (!is_help || argc == 3) {
+    for (const Command& c : kCommands) {
+      if (command != c.name) continue;
+      if (is_help) return c.run({"--help"});
+      return c.run(std::vector<std::string>(argv + 2, argv + argc));
+    }
+    std::fprintf(stderr, "uxds: unknown command \"%s\"\nrun `uxds help` for the commands\n",
+                 command.c_str());
+    return kExitUsage;
   }
-  std::fprintf(stderr, "uxds: unknown command \"%s\"\n\n", name.c_str());
-  PrintUsage(stderr);
+  std::fprintf(stderr, "uxds: help takes one command name\nrun `uxds help` for the commands\n");
   return kExitUsage;
 }

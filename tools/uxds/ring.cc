@@ -21,9 +21,9 @@
 namespace uxds::tool {
 namespace {
 
-constexpr const char* kUsage =
-    "usage: uxds ring [FILE]\n"
-    "\n"
+constexpr const char* kSummary =
+    "Prints the ring_hash ring size and the endpoint each request hash picks.";
+constexpr const char* kDetails =
     "Reads one JSON object per line (from FILE, else stdin):\n"
     "  {\"endpoints\":[{\"address\":\"10.0.0.1:80\",\"weight\":3,\"hash_key\":\"k1\"}, ...],\n"
     "   \"min_ring_size\":1024,\"max_ring_size\":4096,\"ring_size_cap\":4096,\n"
@@ -145,7 +145,9 @@ Json Answer(std::string_view line) {
 }  // namespace
 
 int RunRing(const std::vector<std::string>& args) {
-  return RunJsonLines("ring", kUsage, args, Answer);
+  CLI::App app{kSummary, "uxds ring"};
+  app.footer(kDetails);
+  return RunJsonLines(app, args, Answer);
 }
 
 }  // namespace uxds::tool

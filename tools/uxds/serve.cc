@@ -15,26 +15,18 @@
 #include <string>
 #include <thread>
 
+#include "cli.h"
 #include "commands.h"
-#include "http2/server_call.h"
-#include "http2/service_registry.h"
 #include "test_service/test_service.h"
 #include "uxds/bootstrap.h"
 #include "uxds/runtime.h"
 #include "uxds/server.h"
+#include "uxds/service_registry.h"
 #include "uxds/xds_client_pool.h"
-#include "xds/client/xds_client_pool_state.h"
-#include "xds/csds/csds_service.h"
 
 namespace uxds::tool {
 
 namespace {
-
-constexpr char kUsage[] =
-    "usage: uxds serve --bootstrap FILE --listen IP:PORT [--hostname NAME]\n"
-    "                  [--drain-grace-ms N]\n"
-    "An xDS-enabled server: grpc.testing.TestService, grpc.health.v1.Health and\n"
-    "CSDS; one JSON line per serving-status change on stdout.\n";
 
 constexpr char kHealthCheck[] = "/grpc.health.v1.Health/Check";
 constexpr char kHealthWatch[] = "/grpc.health.v1.Health/Watch";
@@ -55,16 +47,16 @@ bool IsHealthCheckRequest(std::string_view bytes) {
 
 // grpc.health.v1.Health: the server answers SERVING whenever an RPC reaches
 // it (while not serving, connections never get this far).
-void RegisterHealthService(http2::ServiceRegistry& registry) {
-  registry.Register(kHealthCheck,
-                    http2::MakeUnaryHandler(
-                        [](http2::ServerCall&, std::string request) -> Task<StatusOr<std::string>> {
-                          if (!IsHealthCheckRequest(request)) {
-                            co_return InvalidArgumentError("HealthCheckRequest does not parse");
-                          }
-                          co_return ServingHealth();
-                        }));
-  registry.Register(kHealthWatch, [](http2::ServerCall& call) -> Task<Status> {
+void RegisterHealthService(ServiceRegistry& registry) {
+  registry.Register(
+      kHealthCheck,
+      MakeUnaryHandler([](ServerCall&, std::string request) -> Task<StatusOr<std::string>> {
+        if (!IsHealthCheckRequest(request)) {
+          co_return InvalidArgumentError("HealthCheckRequest does not parse");
+        }
+        co_return ServingHealth();
+      }));
+  registry.Register(kHealthWatch, [](ServerCall& call) -> Task<Status> {
     auto request = co_await call.Read();
     if (!request.has_value()) co_return InvalidArgumentError("no HealthCheckRequest");
     const Status written = co_await call.Write(ServingHealth());
@@ -97,26 +89,26 @@ int RunServe(const std::vector<std::string>& args) {
   std::string bootstrap_file;
   std::string listen;
   std::string hostname;
-  long drain_grace_ms = 1000;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const bool has_value = i + 1 < args.size();
-    if (args[i] == "--bootstrap" && has_value) {
-      bootstrap_file = args[++i];
-    } else if (args[i] == "--listen" && has_value) {
-      listen = args[++i];
-    } else if (args[i] == "--hostname" && has_value) {
-      hostname = args[++i];
-    } else if (args[i] == "--drain-grace-ms" && has_value) {
-      drain_grace_ms = std::atol(args[++i].c_str());
-    } else {
-      std::fputs(kUsage, args[i] == "--help" ? stdout : stderr);
-      return args[i] == "--help" ? kExitOk : kExitUsage;
-    }
-  }
-  if (bootstrap_file.empty() || listen.empty()) {
-    std::fputs(kUsage, stderr);
-    return kExitUsage;
-  }
+  int64_t drain_grace_ms = 1000;
+  CLI::App app{
+      "An xDS-enabled server (A36): grpc.testing.TestService, grpc.health.v1.Health and\n"
+      "CSDS; one JSON line per serving-status change on stdout. Runs until SIGINT or\n"
+      "SIGTERM, then drains.",
+      "uxds serve"};
+  app.add_option("--bootstrap", bootstrap_file, "xDS bootstrap (gRPC format)")
+      ->required()
+      ->type_name("FILE");
+  app.add_option("--listen", listen, "the listening address, e.g. 0.0.0.0:8080")
+      ->required()
+      ->type_name("IP:PORT");
+  app.add_option("--hostname", hostname,
+                 "the hostname UnaryCall answers with (default: this machine's)")
+      ->type_name("NAME");
+  app.add_option("--drain-grace-ms", drain_grace_ms,
+                 "how long calls may still run while the server drains on exit")
+      ->check(CLI::Range(int64_t{0}, int64_t{3'600'000}))
+      ->capture_default_str();
+  if (auto exit_code = ParseCommandLine(app, args)) return *exit_code;
   if (hostname.empty()) hostname = LocalHostname();
   StatusOr<Bootstrap> bootstrap = Bootstrap::FromFile(bootstrap_file);
   if (!bootstrap.ok()) {
@@ -146,10 +138,10 @@ int RunServe(const std::vector<std::string>& args) {
       return;
     }
     pool = *std::move(created_pool);
-    auto registry = std::make_shared<http2::ServiceRegistry>();
+    auto registry = std::make_shared<ServiceRegistry>();
     test_service::RegisterTestService(*registry, hostname, hostname);
     RegisterHealthService(*registry);
-    csds::RegisterCsdsService(*registry, xds_internal::StateOf(*pool).csds);
+    pool->RegisterCsdsService(*registry);
     XdsServerOptions options;
     options.xds_client_pool = pool;
     options.serving_status = [](std::string_view address, const Status& status) {

@@ -3,28 +3,28 @@
 // peer serving the same methods.
 #include <signal.h>
 
-#include <atomic>
 #include <cstdio>
+#include <future>
 #include <string>
-#include <thread>
 
+#include "cli.h"
 #include "commands.h"
-#include "http2/server.h"
 #include "test_service/test_service.h"
 #include "uxds/runtime.h"
+#include "uxds/server.h"
 
 namespace uxds::tool {
 
 int RunTestServer(const std::vector<std::string>& args) {
-  int port = 0;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--port" && i + 1 < args.size()) {
-      port = std::atoi(args[++i].c_str());
-    } else {
-      std::fprintf(stderr, "usage: uxds test-server [--port N]\n");
-      return kExitUsage;
-    }
-  }
+  uint16_t port = 0;
+  CLI::App app{
+      "Serves grpc.testing.TestService on 127.0.0.1 until SIGINT or SIGTERM; prints\n"
+      "\"PORT N\" once it listens.",
+      "uxds test-server"};
+  app.add_option("--port", port, "the port to listen on (0: a free one)")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+  if (auto exit_code = ParseCommandLine(app, args)) return *exit_code;
   // Signals are taken by sigwait below, not by a handler on some thread.
   sigset_t signals;
   sigemptyset(&signals);
@@ -38,13 +38,12 @@ int RunTestServer(const std::vector<std::string>& args) {
     return kExitRuntimeError;
   }
   Loop& loop = (*loop_thread)->loop();
-  auto registry = std::make_shared<http2::ServiceRegistry>();
+  auto registry = std::make_shared<ServiceRegistry>();
   test_service::RegisterTestService(*registry, "uxds-test-server");
-  std::unique_ptr<http2::Server> server;
+  std::unique_ptr<Server> server;
   Status status;
   (*loop_thread)->RunSync([&] {
-    auto s = http2::Server::Listen(loop, SocketAddress::Loopback4(static_cast<uint16_t>(port)),
-                                   registry);
+    auto s = Server::Listen(loop, "127.0.0.1:" + std::to_string(port), registry);
     if (!s.ok()) {
       status = s.status();
       return;
@@ -61,14 +60,14 @@ int RunTestServer(const std::vector<std::string>& args) {
 
   int sig = 0;
   sigwait(&signals, &sig);
-  std::atomic<bool> drained{false};
+  std::promise<void> drained;
   (*loop_thread)->RunSync([&] {
-    loop.Spawn([](http2::Server& s, std::atomic<bool>& done) -> Task<void> {
+    loop.Spawn([](Server& s, std::promise<void>& done) -> Task<void> {
       co_await s.Shutdown(std::chrono::seconds(1));
-      done = true;
+      done.set_value();
     }(*server, drained));
   });
-  while (!drained) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  drained.get_future().wait();
   (*loop_thread)->RunSync([&] { server.reset(); });
   return kExitOk;
 }

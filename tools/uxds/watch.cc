@@ -30,6 +30,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cli.h"
 #include "commands.h"
 #include "uxds/bootstrap.h"
 #include "uxds/loop.h"
@@ -45,11 +46,10 @@ namespace {
 using Json = nlohmann::ordered_json;
 using Clock = std::chrono::steady_clock;
 
-constexpr const char* kUsage =
-    "usage: uxds watch [--bootstrap FILE] --type listener|route|cluster|endpoint NAME...\n"
-    "                  [--for SECONDS] [--csds]\n"
-    "\n"
-    "Watches xDS resources and prints every watcher callback as one JSON line:\n"
+constexpr const char* kSummary =
+    "Watches xDS resources and prints every watcher callback as one JSON line.";
+constexpr const char* kDetails =
+    "Output lines:\n"
     "  "
     "{\"t_ms\":12,\"type\":\"cluster\",\"name\":\"c1\",\"event\":\"resource\",\"version\":\"1\",\n"
     "   \"resource\":{...}}\n"
@@ -57,12 +57,6 @@ constexpr const char* kUsage =
     "(the last resource stays in use; code OK: the error cleared), with\n"
     "\"status\":{\"code\":\"NOT_FOUND\",\"message\":\"...\"} for errors. \"server\" is the\n"
     "xDS server the resource or error came from (a fallback server, A71).\n"
-    "\n"
-    "  --bootstrap FILE  xDS bootstrap (gRPC format); default: $GRPC_XDS_BOOTSTRAP,\n"
-    "                    else the JSON in $GRPC_XDS_BOOTSTRAP_CONFIG\n"
-    "  --type TYPE       listener (LDS), route (RDS), cluster (CDS), endpoint (EDS)\n"
-    "  --for SECONDS     stop after this long (default: until SIGINT or SIGTERM)\n"
-    "  --csds            on exit, print the client's cache as CSDS reports it (A40)\n"
     "\n"
     "Exit status: 0 when stopped by --for or a signal, 1 on a runtime error\n"
     "(e.g. an invalid bootstrap, or a stdout that fails or that nothing reads\n"
@@ -91,76 +85,49 @@ struct WatchArgs {
   std::optional<std::chrono::milliseconds> resource_timeout;
 };
 
-int UsageError(const std::string& problem) {
-  // The synopsis: kUsage up to its first blank line.
-  const std::string_view usage(kUsage);
-  const std::string_view synopsis = usage.substr(0, usage.find("\n\n") + 1);
-  std::fprintf(stderr, "uxds watch: %s\n%.*sRun \"uxds watch --help\" for the details.\n",
-               problem.c_str(), static_cast<int>(synopsis.size()), synopsis.data());
-  return kExitUsage;
-}
-
 // Parses the arguments into *out; nullopt when they are fine, else the exit
 // code (usage error, or 0 after --help).
 std::optional<int> ParseArgs(const std::vector<std::string>& args, WatchArgs* out) {
-  bool names_only = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (names_only || arg.empty() || arg[0] != '-') {
-      out->names.push_back(arg);
-      continue;
-    }
-    if (arg == "--") {
-      names_only = true;
-      continue;
-    }
-    if (arg == "-h" || arg == "--help") {
-      std::fputs(kUsage, stdout);
-      return kExitOk;
-    }
-    if (arg == "--csds") {
-      out->csds = true;
-      continue;
-    }
-    if (arg != "--bootstrap" && arg != "--type" && arg != "--for" &&
-        arg != "--resource-timeout-ms") {
-      return UsageError("unknown option " + arg);
-    }
-    if (i + 1 >= args.size()) return UsageError(arg + " needs a value");
-    const std::string& value = args[++i];
-    if (arg == "--bootstrap") {
-      if (value.empty()) return UsageError("--bootstrap needs a file name");
-      out->bootstrap_file = value;
-    } else if (arg == "--type") {
-      out->type = nullptr;
-      for (const WatchType& type : kWatchTypes) {
-        if (value == type.name) out->type = &type;
-      }
-      if (out->type == nullptr) {
-        return UsageError("--type \"" + value + "\": must be listener, route, cluster or endpoint");
-      }
-    } else if (arg == "--for") {
-      char* end = nullptr;
-      errno = 0;
-      const double seconds = std::strtod(value.c_str(), &end);
-      // At most a year: the milliseconds must fit comfortably.
-      if (value.empty() || *end != '\0' || errno != 0 || !std::isfinite(seconds) || seconds <= 0 ||
-          seconds > 365.0 * 24 * 3600) {
-        return UsageError("--for \"" + value + "\": must be a positive number of seconds");
-      }
-      out->duration = std::chrono::milliseconds(static_cast<int64_t>(std::ceil(seconds * 1000)));
-    } else {  // --resource-timeout-ms
-      char* end = nullptr;
-      errno = 0;
-      const long long ms = std::strtoll(value.c_str(), &end, 10);
-      if (value.empty() || *end != '\0' || errno != 0 || ms <= 0) {
-        return UsageError("--resource-timeout-ms \"" + value + "\": must be a positive integer");
-      }
-      out->resource_timeout = std::chrono::milliseconds(ms);
-    }
+  CLI::App app{kSummary, "uxds watch"};
+  app.footer(kDetails);
+  app.add_option("--bootstrap", out->bootstrap_file,
+                 "xDS bootstrap (gRPC format); default: $GRPC_XDS_BOOTSTRAP, else the JSON in "
+                 "$GRPC_XDS_BOOTSTRAP_CONFIG")
+      ->type_name("FILE")
+      ->check(NonEmpty("a file name"));
+  std::vector<std::string> type_names;
+  for (const WatchType& type : kWatchTypes) type_names.push_back(type.name);
+  std::string type_name;
+  app.add_option("--type", type_name,
+                 "listener (LDS), route (RDS), cluster (CDS) or endpoint (EDS)")
+      ->required()
+      ->type_name("TYPE")
+      ->check(CLI::IsMember(type_names));
+  double seconds = 0;
+  // At most a year: the milliseconds must fit comfortably.
+  CLI::Option* duration =
+      app.add_option("--for", seconds, "stop after this long (default: until SIGINT or SIGTERM)")
+          ->type_name("SECONDS")
+          ->check(CLI::Range(0.001, 365.0 * 24 * 3600));
+  app.add_flag("--csds", out->csds, "on exit, print the client's cache as CSDS reports it (A40)");
+  int64_t resource_timeout_ms = 0;
+  // A test hook, not shown in --help (group ""): the resource timers (xDS
+  // "does not exist" and A88's transient-error timer), so tests need not
+  // wait 15 s.
+  CLI::Option* resource_timeout = app.add_option("--resource-timeout-ms", resource_timeout_ms)
+                                      ->check(CLI::PositiveNumber)
+                                      ->group("");
+  app.add_option("NAME", out->names, "the resource names to watch")->required();
+  if (auto exit_code = ParseCommandLine(app, args)) return exit_code;
+  for (const WatchType& type : kWatchTypes) {
+    if (type_name == type.name) out->type = &type;
   }
-  if (out->type == nullptr) return UsageError("--type is required");
-  if (out->names.empty()) return UsageError("no resource NAME given");
+  if (duration->count() > 0) {
+    out->duration = std::chrono::milliseconds(static_cast<int64_t>(std::ceil(seconds * 1000)));
+  }
+  if (resource_timeout->count() > 0) {
+    out->resource_timeout = std::chrono::milliseconds(resource_timeout_ms);
+  }
   return std::nullopt;
 }
 
