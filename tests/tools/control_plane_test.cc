@@ -529,6 +529,14 @@ TEST_F(ControlPlaneAdsPeerTest, NackIsLoggedAndNotResent) {
   EXPECT_EQ(next["version_info"], "3");
 }
 
+// The rules the grpcio peer checks are checked themselves: each one broken
+// on purpose must be reported.
+TEST(SotwResponseCheckerTest, ReportsEveryBrokenRule) {
+  Subprocess checker_test =
+      Subprocess::Start({Python(), SourceRoot() + "/tests/peers/sotw_response_checker_test.py"});
+  EXPECT_EQ(checker_test.Wait(kWait), 0);
+}
+
 TEST_F(ControlPlaneToolTest, ExitCodes) {
   // An unreadable directory and an address that cannot be bound: 1.
   ToolRun run = RunTool(
