@@ -373,6 +373,21 @@ TEST_F(ControlPlaneToolTest, BadFilesAreReportedWithPathAndLineAndTheLastSnapsho
   }
 }
 
+TEST_F(ControlPlaneToolTest, BadErrorsJsonIsReportedWithItsLine) {
+  PutAll();
+  auto cp = StartControlPlane();
+  ASSERT_NE(cp, nullptr);
+  Put("errors.json", "[\n  {\"type\": \"" + std::string(kCds) +
+                         "\",\n   \"name\": \"c\",\n   \"code\": \"NOT_A_CODE\"}\n]");
+  json error = FileErrorFor(*cp, "errors.json");
+  EXPECT_EQ(error["line"], 4);
+  EXPECT_EQ(error["message"], "[0].code: \"NOT_A_CODE\" is not a non-OK gRPC status code name");
+  Put("errors.json", "[{\"type\": \"" + std::string(kCds) + "\", \"name\": \"c\",\n \"cod\": 1}]");
+  error = FileErrorFor(*cp, "errors.json");
+  EXPECT_EQ(error["line"], 2);
+  EXPECT_EQ(error["message"], "[0].cod: unknown field");
+}
+
 // The grpcio client, with the SotW rules checked on every response.
 class ControlPlaneAdsPeerTest : public ControlPlaneToolTest {
  protected:
@@ -496,6 +511,20 @@ TEST_F(ControlPlaneAdsPeerTest, RoutesAndEndpointsOnlyWhenChanged) {
   ASSERT_FALSE(response.is_null());
   EXPECT_EQ(response["version_info"], "5");
   ASSERT_EQ(response["resources"].size(), 1u);
+}
+
+TEST_F(ControlPlaneAdsPeerTest, TooManyNamesEndTheStream) {
+  std::vector<std::string> names;
+  for (int i = 0; i <= 10000; ++i) names.push_back("listener-" + std::to_string(i));
+  Request(kLds, names);
+  json ended;
+  do {
+    ended = peer_->NextEvent();
+  } while (!ended.is_null() && ended["event"] != "call_ended");
+  ASSERT_FALSE(ended.is_null());
+  EXPECT_EQ(ended["code"], 8);  // RESOURCE_EXHAUSTED
+  EXPECT_NE(ended["details"].get<std::string>().find("more than 10000 names"), std::string::npos)
+      << ended;
 }
 
 TEST_F(ControlPlaneAdsPeerTest, NackIsLoggedAndNotResent) {
