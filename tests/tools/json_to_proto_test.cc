@@ -69,6 +69,11 @@ TEST_F(JsonToProtoTest, ErrorsNameTheLine) {
                     "{\n\"@type\": \"type.googleapis.com/envoy.config.cluster.v3.Cluster\","
                     "\n\"name\": \"c\",\n\"edsClusterConfig\": {\n  \"bogus\": 1}}"),
             "error 5 eds_cluster_config.bogus: unknown field");
+  // An unknown key spelled like a known one elsewhere: the line of the one
+  // inside the object named by the error's path.
+  EXPECT_EQ(Convert("envoy.config.cluster.v3.Cluster",
+                    "{\n\"name\": \"c\",\n\"edsClusterConfig\": {\n  \"name\": 1}}"),
+            "error 4 eds_cluster_config.name: unknown field");
   const std::string syntax = Convert(kTypes, "{\n\"name\": \"c\"\n\"type\": 1}");
   EXPECT_EQ(syntax.rfind("error 3 invalid JSON: ", 0), 0u) << syntax;
   EXPECT_EQ(Convert(kTypes, "{\"name\": \"c\",\n\"@type\": \"type.googleapis.com/x.Y\"}"),
