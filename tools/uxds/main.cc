@@ -11,6 +11,9 @@ namespace uxds::tool {
 namespace {
 
 const Command kCommands[] = {
+    {"control-plane",
+     "an ADS management server serving xDS resources from JSON files in a directory",
+     RunControlPlane},
     {"demo", "run the demo on loopback: uxds servers and clients with gRPC peers", RunDemo},
     {"fcm", "print the filter chain an xDS-enabled server's Listener gives each connection",
      RunFcm},
