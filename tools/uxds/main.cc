@@ -11,6 +11,8 @@ namespace uxds::tool {
 namespace {
 
 const Command kCommands[] = {
+    {"call", "unary calls through an xDS channel: one JSON line per call, then a summary",
+     RunCall},
     {"demo", "run the demo on loopback: uxds servers and clients with gRPC peers", RunDemo},
     {"fcm", "print the filter chain an xDS-enabled server's Listener gives each connection",
      RunFcm},
