@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <map>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -36,16 +37,26 @@ class ChannelEndToEndTest : public ChannelFixture {
     ASSERT_TRUE(cp_->SetResources(kEdsType, endpoints, "1"));
   }
 
-  // Calls until one is answered by `address` (the config or a connection
-  // may still be on its way); false if none is within 30 s.
-  bool EventuallyAnsweredBy(const std::string& address, CallOptions options = {}) {
+  // Calls until one is answered by one of `addresses` (the config or a
+  // connection may still be on its way); false if none is within 30 s.
+  bool EventuallyAnsweredBy(const std::set<std::string>& addresses, CallOptions options = {}) {
     const auto give_up = std::chrono::steady_clock::now() + seconds(30);
     while (std::chrono::steady_clock::now() < give_up) {
       StatusOr<UnaryResponse> reply = Call(test_service::kEmptyCall, options);
-      if (reply.ok() && reply->peer == address) return true;
+      if (reply.ok() && addresses.contains(reply->peer)) return true;
       std::this_thread::sleep_for(milliseconds(20));
     }
     return false;
+  }
+
+  // Once one of `addresses` answers, the next `count` calls all go to them.
+  void ExpectCallsSettleOn(const std::set<std::string>& addresses, int count,
+                           const CallOptions& options) {
+    ASSERT_TRUE(EventuallyAnsweredBy(addresses, options));
+    std::map<std::string, int> counts = CountCalls(test_service::kEmptyCall, count, options);
+    int answered = 0;
+    for (const std::string& address : addresses) answered += counts[address];
+    EXPECT_EQ(answered, count) << ::testing::PrintToString(counts);
   }
 };
 
@@ -65,7 +76,7 @@ TEST_F(ChannelEndToEndTest, CallsAreRoutedByHeader) {
       "1"));
   ServeClustersOnBackends(3);
   CreateChannel("xds:///svc");
-  ASSERT_TRUE(EventuallyAnsweredBy(addresses_[0]));
+  ASSERT_TRUE(EventuallyAnsweredBy({addresses_[0]}));
   for (int i = 0; i < 3; ++i) {
     auto gold = Call(test_service::kEmptyCall, WithHeader("x-tier", "gold"));
     ASSERT_TRUE(gold.ok()) << gold.status().ToString();
@@ -93,8 +104,8 @@ TEST_F(ChannelEndToEndTest, WeightedClustersSplitCallsByWeight) {
   ServeClustersOnBackends(2);
   CreateChannel("xds:///svc");
   // Both clusters connected first, so that every counted call succeeds.
-  ASSERT_TRUE(EventuallyAnsweredBy(addresses_[0]));
-  ASSERT_TRUE(EventuallyAnsweredBy(addresses_[1]));
+  ASSERT_TRUE(EventuallyAnsweredBy({addresses_[0]}));
+  ASSERT_TRUE(EventuallyAnsweredBy({addresses_[1]}));
   constexpr int kCalls = 2000;
   std::map<std::string, int> counts = CountCalls(test_service::kEmptyCall, kCalls);
   EXPECT_EQ(counts[addresses_[0]] + counts[addresses_[1]], kCalls)
@@ -118,30 +129,19 @@ TEST_F(ChannelEndToEndTest, PriorityFailoverAndRecovery) {
   CreateChannel("xds:///svc");
   CallOptions waiting;
   waiting.wait_for_ready = true;
-  ASSERT_TRUE(EventuallyAnsweredBy(addresses_[0], waiting));
-  std::map<std::string, int> healthy = CountCalls(test_service::kEmptyCall, 20, waiting);
-  EXPECT_EQ(healthy[addresses_[0]] + healthy[addresses_[1]], 20)
-      << ::testing::PrintToString(healthy);
+  ExpectCallsSettleOn({addresses_[0], addresses_[1]}, 20, waiting);
 
   StopBackend(0);
   StopBackend(1);
   // Calls in the switch-over may fail while the failure is being noticed;
   // once priority 1 answers, every call goes there.
-  ASSERT_TRUE(EventuallyAnsweredBy(addresses_[2], waiting) ||
-              EventuallyAnsweredBy(addresses_[3], waiting));
-  std::map<std::string, int> failed_over = CountCalls(test_service::kEmptyCall, 20, waiting);
-  EXPECT_EQ(failed_over[addresses_[2]] + failed_over[addresses_[3]], 20)
-      << ::testing::PrintToString(failed_over);
+  ExpectCallsSettleOn({addresses_[2], addresses_[3]}, 20, waiting);
 
   RestartBackend(0);
   RestartBackend(1);
   // The priority-0 subchannels reconnect after their backoff (at most
   // 500 ms here) and take the calls back.
-  ASSERT_TRUE(EventuallyAnsweredBy(addresses_[0], waiting) ||
-              EventuallyAnsweredBy(addresses_[1], waiting));
-  std::map<std::string, int> recovered = CountCalls(test_service::kEmptyCall, 20, waiting);
-  EXPECT_EQ(recovered[addresses_[0]] + recovered[addresses_[1]], 20)
-      << ::testing::PrintToString(recovered);
+  ExpectCallsSettleOn({addresses_[0], addresses_[1]}, 20, waiting);
 }
 
 // A37: an aggregate cluster is one priority list over its children: calls go
@@ -161,27 +161,23 @@ TEST_F(ChannelEndToEndTest, AggregateClusterFailsOverBetweenItsChildren) {
   CreateChannel("xds:///svc");
   CallOptions waiting;
   waiting.wait_for_ready = true;
-  ASSERT_TRUE(EventuallyAnsweredBy(addresses_[0], waiting));
-  std::map<std::string, int> primary = CountCalls(test_service::kEmptyCall, 10, waiting);
-  EXPECT_EQ(primary[addresses_[0]], 10) << ::testing::PrintToString(primary);
+  ExpectCallsSettleOn({addresses_[0]}, 10, waiting);
 
   // The primary loses its endpoints: the secondary takes over.
   ASSERT_TRUE(cp_->SetResources(kEdsType,
                                 {{"s-primary", EndpointsByPriority("s-primary", {})},
                                  {"s-secondary", EndpointsAt("s-secondary", {addresses_[1]})}},
                                 "2"));
-  ASSERT_TRUE(EventuallyAnsweredBy(addresses_[1], waiting));
-  std::map<std::string, int> secondary = CountCalls(test_service::kEmptyCall, 10, waiting);
-  EXPECT_EQ(secondary[addresses_[1]], 10) << ::testing::PrintToString(secondary);
+  ExpectCallsSettleOn({addresses_[1]}, 10, waiting);
 
   // A dying backend fails over the same way.
   ASSERT_TRUE(cp_->SetResources(kEdsType,
                                 {{"s-primary", EndpointsAt("s-primary", {addresses_[2]})},
                                  {"s-secondary", EndpointsAt("s-secondary", {addresses_[1]})}},
                                 "3"));
-  ASSERT_TRUE(EventuallyAnsweredBy(addresses_[2], waiting));
+  ExpectCallsSettleOn({addresses_[2]}, 10, waiting);
   StopBackend(2);
-  ASSERT_TRUE(EventuallyAnsweredBy(addresses_[1], waiting));
+  ExpectCallsSettleOn({addresses_[1]}, 10, waiting);
 }
 
 // A88: the control plane going away leaves the cached resources in use:
@@ -192,7 +188,7 @@ TEST_F(ChannelEndToEndTest, CallsKeepWorkingWhileTheControlPlaneIsDown) {
       cp_->SetResources(kLdsType, {{"svc", ApiListenerWithRoutes("svc", "*", {{"", "c0"}})}}, "1"));
   ServeClustersOnBackends(1);
   CreateChannel("xds:///svc");
-  ASSERT_TRUE(EventuallyAnsweredBy(addresses_[0]));
+  ASSERT_TRUE(EventuallyAnsweredBy({addresses_[0]}));
   const std::optional<int64_t> stream =
       cp_->OpenStreams().empty() ? std::nullopt : std::optional(cp_->OpenStreams().back());
   ASSERT_TRUE(stream.has_value());

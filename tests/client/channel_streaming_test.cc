@@ -42,61 +42,65 @@ struct StreamOutcome {
   std::vector<size_t> response_sizes;
 };
 
+// Starts a stream; null with outcome->status set when that fails.
+Task<std::unique_ptr<ClientStream>> Open(Channel& channel, const char* method,
+                                         const CallOptions& options, StreamOutcome* outcome) {
+  StatusOr<std::unique_ptr<ClientStream>> stream = co_await channel.StartStream(method, options);
+  if (!stream.ok()) {
+    outcome->status = stream.status();
+    co_return nullptr;
+  }
+  outcome->peer = (*stream)->peer();
+  co_return *std::move(stream);
+}
+
 // Server streaming: one request, responses of the given sizes.
 Task<StreamOutcome> ServerStream(Channel& channel, std::vector<int> sizes, CallOptions options) {
   StreamOutcome outcome;
-  StatusOr<std::unique_ptr<ClientStream>> stream =
-      co_await channel.StartStream(test_service::kStreamingOutputCall, options);
-  if (!stream.ok()) {
-    outcome.status = stream.status();
-    co_return outcome;
-  }
-  outcome.peer = (*stream)->peer();
+  std::unique_ptr<ClientStream> stream =
+      co_await Open(channel, test_service::kStreamingOutputCall, options, &outcome);
+  if (stream == nullptr) co_return outcome;
   const std::string request = OutputRequest(sizes);
-  const Status written = co_await (*stream)->Write(request);
+  const Status written = co_await stream->Write(request);
   if (!written.ok()) {
     outcome.status = written;
     co_return outcome;
   }
-  const Status done = co_await (*stream)->WritesDone();
+  const Status done = co_await stream->WritesDone();
   if (!done.ok()) {
     outcome.status = done;
     co_return outcome;
   }
-  while (std::optional<std::string> bytes = co_await (*stream)->Read()) {
+  while (std::optional<std::string> bytes = co_await stream->Read()) {
     grpc::testing::StreamingOutputCallResponse response;
     if (!response.ParseFromString(*bytes)) break;
     outcome.response_sizes.push_back(response.payload().body().size());
   }
-  outcome.status = co_await (*stream)->Finish();
+  outcome.status = co_await stream->Finish();
   co_return outcome;
 }
 
 // Bidirectional: `rounds` requests, each answered before the next is sent.
 Task<StreamOutcome> PingPong(Channel& channel, int rounds, CallOptions options) {
   StreamOutcome outcome;
-  StatusOr<std::unique_ptr<ClientStream>> stream =
-      co_await channel.StartStream(test_service::kFullDuplexCall, options);
-  if (!stream.ok()) {
-    outcome.status = stream.status();
-    co_return outcome;
-  }
-  outcome.peer = (*stream)->peer();
+  std::unique_ptr<ClientStream> stream =
+      co_await Open(channel, test_service::kFullDuplexCall, options, &outcome);
+  if (stream == nullptr) co_return outcome;
   for (int round = 0; round < rounds; ++round) {
     // Named, not a temporary: g++ 12 miscompiles a braced list inside a
     // co_await expression (README, Developing).
     const std::vector<int> sizes = {round + 1};
     const std::string request = OutputRequest(sizes);
-    const Status written = co_await (*stream)->Write(request);
+    const Status written = co_await stream->Write(request);
     if (!written.ok()) break;
-    std::optional<std::string> bytes = co_await (*stream)->Read();
+    std::optional<std::string> bytes = co_await stream->Read();
     if (!bytes.has_value()) break;
     grpc::testing::StreamingOutputCallResponse response;
     if (!response.ParseFromString(*bytes)) break;
     outcome.response_sizes.push_back(response.payload().body().size());
   }
-  const Status done = co_await (*stream)->WritesDone();
-  outcome.status = co_await (*stream)->Finish();
+  const Status done = co_await stream->WritesDone();
+  outcome.status = co_await stream->Finish();
   if (outcome.status.ok() && !done.ok()) outcome.status = done;
   co_return outcome;
 }
