@@ -202,11 +202,16 @@ struct Channel::Impl {
   }
 
   // Where a pick sent a call: the endpoint's connection (READY now), its
-  // address, and the call's A32 count to end with the call.
+  // address, and the call's A32 count to end with the call. The call owns
+  // its subchannel and counter, as a gRPC call holds its connected
+  // subchannel: an update that drops the endpoint or its cluster while the
+  // call runs must not end the call.
   struct PickedEndpoint {
     http2::ClientConnection* connection = nullptr;
     std::string peer;
-    CallCounter* counter = nullptr;
+    std::shared_ptr<SubchannelPool> pool;  // outlives `subchannel`
+    SubchannelRef subchannel;
+    std::shared_ptr<CallCounter> counter;
   };
   Task<StatusOr<PickedEndpoint>> PickForCall(const std::string& method, const CallOptions& options,
                                              std::optional<Loop::Clock::time_point> deadline);
@@ -399,7 +404,13 @@ Task<StatusOr<Channel::Impl::PickedEndpoint>> Channel::Impl::PickForCall(
       }
       continue;
     }
-    co_return PickedEndpoint{connection, subchannel->address(), counter};
+    PickedEndpoint picked;
+    picked.connection = connection;
+    picked.peer = subchannel->address();
+    picked.pool = subchannels;
+    picked.subchannel = SubchannelRef(subchannel);
+    if (counter != nullptr) picked.counter = cluster.lb->call_counter();
+    co_return picked;
   }
 }
 
@@ -420,7 +431,7 @@ Task<StatusOr<UnaryResponse>> Channel::UnaryCall(std::string method, std::string
   http2::Metadata metadata(options.metadata.begin(), options.metadata.end());
   StatusOr<std::string> response =
       co_await http2::UnaryCall(*picked->connection, method, request, metadata, deadline);
-  if (picked->counter != nullptr) CallEnded(picked->counter);
+  if (picked->counter != nullptr) CallEnded(picked->counter.get());
   if (!response.ok()) co_return response.status();
   co_return UnaryResponse{*std::move(response), std::move(picked->peer)};
 }
@@ -433,8 +444,13 @@ Task<StatusOr<std::unique_ptr<ClientStream>>> Channel::StartStream(std::string m
   http2::Metadata metadata(options.metadata.begin(), options.metadata.end());
   std::unique_ptr<http2::ClientCall> call =
       picked->connection->StartCall(std::move(method), metadata, deadline);
-  co_return std::make_unique<ClientStream>(std::make_unique<ClientStream::Impl>(
-      std::move(call), std::move(picked->peer), picked->counter));
+  auto impl = std::make_unique<ClientStream::Impl>();
+  impl->pool = std::move(picked->pool);
+  impl->subchannel = std::move(picked->subchannel);
+  impl->counter = std::move(picked->counter);
+  impl->peer = std::move(picked->peer);
+  impl->call = std::move(call);
+  co_return std::make_unique<ClientStream>(std::move(impl));
 }
 
 }  // namespace uxds

@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "channel_fixture.h"
@@ -44,8 +45,8 @@ struct StreamOutcome {
 };
 
 // Starts a stream; null with outcome->status set when that fails.
-Task<std::unique_ptr<ClientStream>> Open(Channel& channel, const char* method,
-                                         const CallOptions& options, StreamOutcome* outcome) {
+Task<std::unique_ptr<ClientStream>> Open(Channel& channel, const char* method, CallOptions options,
+                                         StreamOutcome* outcome) {
   StatusOr<std::unique_ptr<ClientStream>> stream = co_await channel.StartStream(method, options);
   if (!stream.ok()) {
     outcome->status = stream.status();
@@ -305,6 +306,53 @@ TEST_F(ChannelStreamingTest, ServerStatusAndDeadlineEndTheStream) {
   EXPECT_EQ(statuses.first.code(), StatusCode::kAborted) << statuses.first.ToString();
   EXPECT_EQ(statuses.first.message(), "told to abort");
   EXPECT_EQ(statuses.second.code(), StatusCode::kDeadlineExceeded) << statuses.second.ToString();
+}
+
+// A stream keeps its endpoint when a config update drops its cluster: it
+// runs to its end, and calls started after the update go to the new cluster.
+TEST_F(ChannelStreamingTest, AStreamOutlivesTheClusterItWasPickedFrom) {
+  ServeOneCluster(*cp_, {addresses_[0]});
+  ASSERT_TRUE(cp_->SetResources(kEdsType,
+                                {{"s-main", EndpointsAt("s-main", {addresses_[0]})},
+                                 {"s-next", EndpointsAt("s-next", {addresses_[1]})}},
+                                "2"));
+  CreateChannel("xds:///svc");
+  StreamOutcome opened;
+  std::unique_ptr<ClientStream> stream = RunOnControl<std::unique_ptr<ClientStream>>(
+      [&] { return Open(*channel_, test_service::kFullDuplexCall, WaitingOptions(), &opened); });
+  ASSERT_NE(stream, nullptr) << opened.status.ToString();
+  EXPECT_EQ(opened.peer, addresses_[0]);
+
+  ASSERT_TRUE(cp_->SetResources(kCdsType, {{"next", ValidCluster("next", "s-next")}}, "2"));
+  ASSERT_TRUE(cp_->SetResources(kLdsType,
+                                {{"svc", ApiListenerWithRoutes("svc", "*", {{"", "next"}})}}, "2"));
+  bool moved = false;
+  for (int i = 0; i < 300 && !moved; ++i) {
+    StatusOr<UnaryResponse> reply = Call(test_service::kEmptyCall, WaitingOptions());
+    moved = reply.ok() && reply->peer == addresses_[1];
+    if (!moved) std::this_thread::sleep_for(milliseconds(50));
+  }
+  ASSERT_TRUE(moved) << "the update never reached the channel";
+
+  StreamOutcome finished = RunOnControl<StreamOutcome>([&]() -> Task<StreamOutcome> {
+    StreamOutcome outcome;
+    const std::vector<int> sizes = {7};  // named: see PingPong
+    const std::string request = OutputRequest(sizes);
+    outcome.status = co_await stream->Write(request);
+    if (std::optional<std::string> bytes = co_await stream->Read()) {
+      grpc::testing::StreamingOutputCallResponse response;
+      if (response.ParseFromString(*bytes)) {
+        outcome.response_sizes.push_back(response.payload().body().size());
+      }
+    }
+    const Status done = co_await stream->WritesDone();
+    const Status status = co_await stream->Finish();
+    if (outcome.status.ok()) outcome.status = done.ok() ? status : done;
+    co_return outcome;
+  });
+  EXPECT_TRUE(finished.status.ok()) << finished.status.ToString();
+  EXPECT_EQ(finished.response_sizes, (std::vector<size_t>{7}));
+  control_->RunSync([&] { stream.reset(); });
 }
 
 // A grpcio 1.51 server behind the channel: server streaming and bidi calls.
