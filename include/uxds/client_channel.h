@@ -16,6 +16,14 @@
 //       "/helloworld.Greeter/SayHello", request_bytes,
 //       {.metadata = {{"x-user", "alice"}}, .timeout = std::chrono::seconds(1)});
 //   ...
+//   // Streaming (client-, server- or bidirectional): one pick per call.
+//   StatusOr<std::unique_ptr<ClientStream>> stream = co_await (*channel)->StartStream(
+//       "/grpc.testing.TestService/FullDuplexCall", {.timeout = std::chrono::seconds(5)});
+//   co_await (*stream)->Write(request_bytes);
+//   co_await (*stream)->WritesDone();
+//   while (std::optional<std::string> reply = co_await (*stream)->Read()) { ... }
+//   Status status = co_await (*stream)->Finish();
+//   ...
 //   co_await (*channel)->Shutdown();
 //
 // Threads: a channel lives on one Loop (the XdsClient's control thread);
@@ -69,6 +77,40 @@ struct UnaryResponse {
   std::string peer;     // the endpoint that answered, "10.0.0.1:443"
 };
 
+// One streaming call on the endpoint its pick chose: Write() messages,
+// WritesDone() to half-close, Read() until nullopt, then Finish() for the
+// status. One Read() and one Write() may be pending at the same time (from
+// two tasks on the channel's loop). Destroying a stream that has not
+// finished cancels it (RST_STREAM CANCEL).
+class ClientStream {
+ public:
+  ~ClientStream();
+  ClientStream(const ClientStream&) = delete;
+  ClientStream& operator=(const ClientStream&) = delete;
+
+  // Sends one message; waits while the peer's flow-control window is full.
+  // Not OK once the call has ended (its status if that is an error) or
+  // after WritesDone().
+  Task<Status> Write(std::string_view message);
+  // Half-closes: the server sees the end of the requests.
+  Task<Status> WritesDone();
+  // The next response message; nullopt once the responses have ended.
+  Task<std::optional<std::string>> Read();
+  // The call's final status: the server's, or DEADLINE_EXCEEDED, CANCELLED,
+  // UNAVAILABLE (connection lost). Unread responses are discarded.
+  Task<Status> Finish();
+  // Ends the call with CANCELLED; no-op once it has finished.
+  void Cancel();
+  // The endpoint the call runs on, "10.0.0.1:443".
+  const std::string& peer() const;
+
+  struct Impl;
+  explicit ClientStream(std::unique_ptr<Impl> impl);
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
 class Channel {
  public:
   static StatusOr<std::unique_ptr<Channel>> Create(Loop& loop, std::string_view target,
@@ -84,6 +126,14 @@ class Channel {
   // server's status, never NOT_FOUND or INVALID_ARGUMENT of its own.
   Task<StatusOr<UnaryResponse>> UnaryCall(std::string method, std::string request,
                                           CallOptions options = {});
+
+  // A streaming call, routed, hashed and picked exactly as a unary call
+  // (one pick, when the call starts; A28 header matchers and A42 hash
+  // policies read options.metadata). Fails with the statuses UnaryCall
+  // fails with before any message is sent; once started, the stream's own
+  // status comes from Finish(). options.timeout bounds the whole call.
+  Task<StatusOr<std::unique_ptr<ClientStream>>> StartStream(std::string method,
+                                                            CallOptions options = {});
 
   // Stops watching, closes every connection, fails waiting calls.
   Task<void> Shutdown();

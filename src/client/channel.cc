@@ -8,6 +8,7 @@
 #include <set>
 #include <utility>
 
+#include "client/client_stream_impl.h"
 #include "client/xds_dependency_manager.h"
 #include "http2/client_connection.h"
 #include "lb/cluster_load_balancer.h"
@@ -200,6 +201,21 @@ struct Channel::Impl {
     co_return !deadline.has_value() || Loop::Clock::now() < *deadline;
   }
 
+  // Where a pick sent a call: the endpoint's connection (READY now), its
+  // address, and the call's A32 count to end with the call. The call owns
+  // its subchannel and counter, as a gRPC call holds its connected
+  // subchannel: an update that drops the endpoint or its cluster while the
+  // call runs must not end the call.
+  struct PickedEndpoint {
+    http2::ClientConnection* connection = nullptr;
+    std::string peer;
+    std::shared_ptr<SubchannelPool> pool;  // outlives `subchannel`
+    SubchannelRef subchannel;
+    std::shared_ptr<CallCounter> counter;
+  };
+  Task<StatusOr<PickedEndpoint>> PickForCall(const std::string& method, const CallOptions& options,
+                                             std::optional<Loop::Clock::time_point> deadline);
+
   Task<void> ResolveDirect() {
     auto [host, port] = SplitHostPort(target.name);
     StatusOr<std::vector<SocketAddress>> addresses = co_await resolver->Resolve(host, port);
@@ -280,40 +296,41 @@ Task<void> Channel::Shutdown() {
   impl.xds_client.reset();
 }
 
-Task<StatusOr<UnaryResponse>> Channel::UnaryCall(std::string method, std::string request,
-                                                 CallOptions options) {
-  Impl& impl = *impl_;
-  std::optional<Loop::Clock::time_point> deadline;
-  if (options.timeout.has_value()) deadline = Loop::Clock::now() + *options.timeout;
+// Routes, hashes and picks one call (unary or streaming alike): the
+// connection of the endpoint it goes to, waiting within the deadline for a
+// config or an endpoint where gRPC queues the pick.
+Task<StatusOr<Channel::Impl::PickedEndpoint>> Channel::Impl::PickForCall(
+    const std::string& method, const CallOptions& options,
+    std::optional<Loop::Clock::time_point> deadline) {
   std::vector<PickHeader> headers;
   for (const auto& [name, value] : options.metadata) headers.push_back({name, value});
   const routing::RpcView rpc{method, headers};
   auto wait_or_fail = [&](Status failure) -> Task<std::optional<Status>> {
     // gRPC: without wait_for_ready a call with nothing to go to fails.
     if (!options.wait_for_ready) co_return failure;
-    const bool in_time = co_await impl.WaitForChange(deadline);
+    const bool in_time = co_await WaitForChange(deadline);
     if (!in_time) co_return DeadlineExceededError("deadline exceeded waiting for " + method);
     co_return std::nullopt;
   };
   while (true) {
-    if (impl.shut_down) co_return UnavailableError("channel shut down");
-    std::string cluster_name = impl.direct_cluster;
+    if (shut_down) co_return UnavailableError("channel shut down");
+    std::string cluster_name = direct_cluster;
     const RouteConfigResource::Route::RouteAction* action = nullptr;
     if (cluster_name.empty()) {
-      if (impl.config == nullptr) {
-        if (impl.config_failed) {
-          std::optional<Status> failed = co_await wait_or_fail(impl.config_error);
+      if (config == nullptr) {
+        if (config_failed) {
+          std::optional<Status> failed = co_await wait_or_fail(config_error);
           if (failed.has_value()) co_return *failed;
           continue;
         }
         // No config yet: every call waits for the first one (gRPC queues
         // them while the resolver has not returned).
-        const bool in_time = co_await impl.WaitForChange(deadline);
+        const bool in_time = co_await WaitForChange(deadline);
         if (!in_time) co_return DeadlineExceededError("deadline exceeded waiting for xDS config");
         continue;
       }
       const RouteConfigResource::Route* route =
-          routing::SelectRoute(*impl.config->virtual_host, rpc, [] { return ThreadRandom(); });
+          routing::SelectRoute(*config->virtual_host, rpc, [] { return ThreadRandom(); });
       if (route == nullptr) co_return UnavailableError("no matching route found for " + method);
       action = std::get_if<RouteConfigResource::Route::RouteAction>(&route->action);
       if (action == nullptr) {
@@ -328,10 +345,10 @@ Task<StatusOr<UnaryResponse>> Channel::UnaryCall(std::string method, std::string
             ThreadRandom()));
       }
     }
-    auto cluster_it = impl.clusters.find(cluster_name);
-    if (cluster_it == impl.clusters.end() || cluster_it->second.lb == nullptr) {
+    auto cluster_it = clusters.find(cluster_name);
+    if (cluster_it == clusters.end() || cluster_it->second.lb == nullptr) {
       Status failure =
-          cluster_it == impl.clusters.end()
+          cluster_it == clusters.end()
               ? UnavailableError("cluster " + cluster_name + " is not ready")
               : Status(StatusCode::kUnavailable,
                        "cluster " + cluster_name + ": " + cluster_it->second.error.message());
@@ -339,12 +356,12 @@ Task<StatusOr<UnaryResponse>> Channel::UnaryCall(std::string method, std::string
       if (failed.has_value()) co_return *failed;
       continue;
     }
-    Impl::ClusterState& cluster = cluster_it->second;
+    ClusterState& cluster = cluster_it->second;
     // A42: the request hash from the route's hash policies, else random.
     uint64_t hash = ThreadRandom();
     if (action != nullptr) {
       if (std::optional<uint64_t> computed =
-              routing::ComputeRequestHash(action->hash_policies, rpc, impl.channel_id)) {
+              routing::ComputeRequestHash(action->hash_policies, rpc, channel_id)) {
         hash = *computed;
       }
     }
@@ -380,21 +397,60 @@ Task<StatusOr<UnaryResponse>> Channel::UnaryCall(std::string method, std::string
         subchannel != nullptr ? subchannel->connection() : nullptr;
     if (kind == PickResult::Kind::kQueue || connection == nullptr) {
       if (counter != nullptr) CallEnded(counter);
-      const bool in_time = co_await impl.WaitForChange(deadline);
+      const bool in_time = co_await WaitForChange(deadline);
       if (!in_time) {
         co_return DeadlineExceededError("deadline exceeded while waiting for an endpoint of " +
                                         cluster_name);
       }
       continue;
     }
-    const std::string peer = subchannel->address();
-    http2::Metadata metadata(options.metadata.begin(), options.metadata.end());
-    StatusOr<std::string> response =
-        co_await http2::UnaryCall(*connection, method, request, metadata, deadline);
-    if (counter != nullptr) CallEnded(counter);
-    if (!response.ok()) co_return response.status();
-    co_return UnaryResponse{*std::move(response), peer};
+    PickedEndpoint picked;
+    picked.connection = connection;
+    picked.peer = subchannel->address();
+    picked.pool = subchannels;
+    picked.subchannel = SubchannelRef(subchannel);
+    if (counter != nullptr) picked.counter = cluster.lb->call_counter();
+    co_return picked;
   }
+}
+
+namespace {
+
+std::optional<Loop::Clock::time_point> DeadlineOf(const CallOptions& options) {
+  if (!options.timeout.has_value()) return std::nullopt;
+  return Loop::Clock::now() + *options.timeout;
+}
+
+}  // namespace
+
+Task<StatusOr<UnaryResponse>> Channel::UnaryCall(std::string method, std::string request,
+                                                 CallOptions options) {
+  const std::optional<Loop::Clock::time_point> deadline = DeadlineOf(options);
+  StatusOr<Impl::PickedEndpoint> picked = co_await impl_->PickForCall(method, options, deadline);
+  if (!picked.ok()) co_return picked.status();
+  http2::Metadata metadata(options.metadata.begin(), options.metadata.end());
+  StatusOr<std::string> response =
+      co_await http2::UnaryCall(*picked->connection, method, request, metadata, deadline);
+  if (picked->counter != nullptr) CallEnded(picked->counter.get());
+  if (!response.ok()) co_return response.status();
+  co_return UnaryResponse{*std::move(response), std::move(picked->peer)};
+}
+
+Task<StatusOr<std::unique_ptr<ClientStream>>> Channel::StartStream(std::string method,
+                                                                   CallOptions options) {
+  const std::optional<Loop::Clock::time_point> deadline = DeadlineOf(options);
+  StatusOr<Impl::PickedEndpoint> picked = co_await impl_->PickForCall(method, options, deadline);
+  if (!picked.ok()) co_return picked.status();
+  http2::Metadata metadata(options.metadata.begin(), options.metadata.end());
+  std::unique_ptr<http2::ClientCall> call =
+      picked->connection->StartCall(std::move(method), metadata, deadline);
+  auto impl = std::make_unique<ClientStream::Impl>();
+  impl->pool = std::move(picked->pool);
+  impl->subchannel = std::move(picked->subchannel);
+  impl->counter = std::move(picked->counter);
+  impl->peer = std::move(picked->peer);
+  impl->call = std::move(call);
+  co_return std::make_unique<ClientStream>(std::move(impl));
 }
 
 }  // namespace uxds

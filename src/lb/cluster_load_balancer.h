@@ -41,6 +41,9 @@ class ClusterLoadBalancer {
   void SetStateObserver(StateObserver observer) { observer_ = std::move(observer); }
   // In-flight calls counted against max_requests.
   int64_t calls_in_flight() const { return counter_->Load(); }
+  // The counter this cluster's picks count calls on (PickResult::call_counter):
+  // a call holds it, so ending the call stays safe after the cluster is gone.
+  std::shared_ptr<CallCounter> call_counter() const { return counter_; }
   const PriorityPolicy* priority() const { return priority_.get(); }
 
   // A27: usable endpoints (HEALTHY / UNKNOWN) of each priority, as the

@@ -6,117 +6,20 @@
 
 #include <gtest/gtest.h>
 
-#include <future>
 #include <map>
-#include <memory>
 #include <set>
-#include <thread>
 #include <string>
+#include <thread>
 
-#include "http2/server.h"
-#include "support/fake_control_plane.h"
-#include "support/test_support.h"
-#include "support/xds_test_resources.h"
+#include "channel_fixture.h"
 #include "test_service/test_service.h"
-#include "uxds/runtime.h"
 
 namespace uxds::testing {
 namespace {
 
 using std::chrono::milliseconds;
-constexpr char kNodeId[] = "channel-node";
 
-class ChannelTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    cp_ = FakeControlPlane::Start();
-    ASSERT_NE(cp_, nullptr);
-    backends_ = *LoopThread::Start();
-    backends_->RunSync([&] {
-      for (int i = 0; i < 3; ++i) {
-        auto services = std::make_shared<http2::ServiceRegistry>();
-        test_service::RegisterTestService(*services, "b" + std::to_string(i));
-        servers_.push_back(std::move(
-            *http2::Server::Listen(backends_->loop(), SocketAddress::Loopback4(0), services)));
-        backends_->loop().Spawn(servers_.back()->Serve());
-        addresses_.push_back("127.0.0.1:" + std::to_string(servers_.back()->port()));
-      }
-    });
-    control_ = *LoopThread::Start();
-    control_->RunSync([&] {
-      Bootstrap bootstrap;
-      XdsServerConfig server;
-      server.server_uri = cp_->target();
-      bootstrap.xds_servers.push_back(server);
-      bootstrap.node.id = kNodeId;
-      XdsClientOptions options;
-      options.resource_does_not_exist_timeout = milliseconds(500);
-      pool_ = *XdsClientPool::Create(control_->loop(), bootstrap, options);
-    });
-  }
-  void TearDown() override {
-    if (channel_ != nullptr) {
-      std::promise<void> done;
-      control_->RunSync([&] {
-        auto shutdown = [](Channel* channel, std::promise<void>* done) -> Task<void> {
-          co_await channel->Shutdown();
-          done->set_value();
-        };
-        control_->loop().Spawn(shutdown(channel_.get(), &done));
-      });
-      done.get_future().wait();
-      control_->RunSync([&] { channel_.reset(); });
-    }
-    control_->RunSync([&] { pool_.reset(); });
-    control_.reset();
-    std::promise<void> stopped;
-    backends_->RunSync([&] {
-      auto stop = [](std::vector<std::unique_ptr<http2::Server>>* servers,
-                     std::promise<void>* done) -> Task<void> {
-        for (auto& server : *servers) co_await server->Shutdown(milliseconds(0));
-        done->set_value();
-      };
-      backends_->loop().Spawn(stop(&servers_, &stopped));
-    });
-    stopped.get_future().wait();
-    backends_->RunSync([&] { servers_.clear(); });
-    backends_.reset();
-  }
-
-  void CreateChannel(const std::string& target) {
-    control_->RunSync([&] {
-      ChannelOptions options;
-      options.xds_client_pool = pool_;
-      options.initial_backoff = milliseconds(100);
-      options.max_backoff = milliseconds(500);
-      auto channel = Channel::Create(control_->loop(), target, options);
-      ASSERT_TRUE(channel.ok()) << channel.status().ToString();
-      channel_ = *std::move(channel);
-    });
-  }
-
-  // One call from the control loop; waits for its result.
-  StatusOr<UnaryResponse> Call(const std::string& method, CallOptions options = {}) {
-    if (!options.timeout.has_value()) options.timeout = std::chrono::seconds(10);
-    std::promise<StatusOr<UnaryResponse>> result;
-    control_->RunSync([&] {
-      auto call = [](Channel* channel, std::string method, CallOptions options,
-                     std::promise<StatusOr<UnaryResponse>>* out) -> Task<void> {
-        out->set_value(co_await channel->UnaryCall(std::move(method), "", std::move(options)));
-      };
-      control_->loop().Spawn(call(channel_.get(), method, std::move(options), &result));
-    });
-    return result.get_future().get();
-  }
-
-  std::unique_ptr<FakeControlPlane> cp_;
-  std::unique_ptr<LoopThread> backends_;
-  std::vector<std::unique_ptr<http2::Server>> servers_;
-  std::vector<std::string> addresses_;
-  std::unique_ptr<LoopThread> control_;
-  std::shared_ptr<XdsClientPool> pool_;
-  std::unique_ptr<Channel> channel_;
-};
+using ChannelTest = ChannelFixture;
 
 // A28: routes in order by path prefix, each to its own cluster.
 TEST_F(ChannelTest, CallsAreRoutedByPath) {

@@ -87,6 +87,13 @@ ResponseResource ApiListenerWithRoutes(const std::string& name, const std::strin
   return ListenerWith(name, hcm);
 }
 
+ResponseResource ApiListenerWithRouteConfig(
+    const std::string& name, const envoy::config::route::v3::RouteConfiguration& config) {
+  HttpConnectionManager hcm;
+  *hcm.mutable_route_config() = config;
+  return ListenerWith(name, hcm);
+}
+
 ResponseResource RouteConfig(const std::string& name, const std::string& domain,
                              const std::vector<TestRoute>& routes) {
   envoy::config::route::v3::RouteConfiguration config;

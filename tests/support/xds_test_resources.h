@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "envoy/config/route/v3/route.pb.h"
 #include "support/fake_control_plane.h"
 
 namespace uxds::testing {
@@ -37,6 +38,10 @@ ResponseResource ApiListener(const std::string& name, const std::string& route_c
 // The same with the RouteConfiguration inlined (RouteConfigProto's routes).
 ResponseResource ApiListenerWithRoutes(const std::string& name, const std::string& domain,
                                        const std::vector<TestRoute>& routes);
+// The same with any inlined RouteConfiguration (header matchers, weighted
+// clusters, ...).
+ResponseResource ApiListenerWithRouteConfig(
+    const std::string& name, const envoy::config::route::v3::RouteConfiguration& config);
 // A RouteConfiguration with one virtual host for `domain`.
 ResponseResource RouteConfig(const std::string& name, const std::string& domain,
                              const std::vector<TestRoute>& routes);

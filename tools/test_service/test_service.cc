@@ -1,5 +1,7 @@
 #include "test_service/test_service.h"
 
+#include <vector>
+
 #include "grpc/testing/empty.pb.h"
 #include "grpc/testing/messages.pb.h"
 
@@ -75,6 +77,36 @@ Task<Status> StreamingOutputCall(ServerCall& call) {
   co_return OkStatus();
 }
 
+// Reads every request, then answers once with the sum of their payload sizes.
+Task<Status> StreamingInputCall(ServerCall& call) {
+  EchoInteropMetadata(call);
+  int32_t aggregated = 0;
+  while (auto bytes = co_await call.Read()) {
+    grpc::testing::StreamingInputCallRequest request;
+    if (!request.ParseFromString(*bytes)) co_return BadRequest("StreamingInputCallRequest");
+    aggregated += static_cast<int32_t>(request.payload().body().size());
+  }
+  grpc::testing::StreamingInputCallResponse response;
+  response.set_aggregated_payload_size(aggregated);
+  co_return co_await call.Write(response.SerializeAsString());
+}
+
+// Interop spec: buffers every request until the client half-closes, then
+// answers them in order.
+Task<Status> HalfDuplexCall(ServerCall& call) {
+  EchoInteropMetadata(call);
+  std::vector<grpc::testing::StreamingOutputCallRequest> requests;
+  while (auto bytes = co_await call.Read()) {
+    if (!requests.emplace_back().ParseFromString(*bytes)) {
+      co_return BadRequest("StreamingOutputCallRequest");
+    }
+  }
+  for (const auto& request : requests) {
+    UXDS_CO_RETURN_IF_ERROR(co_await WriteResponses(call, request));
+  }
+  co_return OkStatus();
+}
+
 Task<Status> FullDuplexCall(ServerCall& call) {
   EchoInteropMetadata(call);
   while (auto bytes = co_await call.Read()) {
@@ -96,7 +128,9 @@ void RegisterTestService(ServiceRegistry& registry, std::string server_id, std::
                     [server_id = std::move(server_id), hostname = std::move(hostname)](
                         ServerCall& call) { return UnaryCall(call, server_id, hostname); });
   registry.Register(kStreamingOutputCall, StreamingOutputCall);
+  registry.Register(kStreamingInputCall, StreamingInputCall);
   registry.Register(kFullDuplexCall, FullDuplexCall);
+  registry.Register(kHalfDuplexCall, HalfDuplexCall);
 }
 
 }  // namespace uxds::test_service

@@ -12,9 +12,13 @@ namespace uxds::test_service {
 inline constexpr const char* kEmptyCall = "/grpc.testing.TestService/EmptyCall";
 inline constexpr const char* kUnaryCall = "/grpc.testing.TestService/UnaryCall";
 inline constexpr const char* kStreamingOutputCall = "/grpc.testing.TestService/StreamingOutputCall";
+inline constexpr const char* kStreamingInputCall = "/grpc.testing.TestService/StreamingInputCall";
 inline constexpr const char* kFullDuplexCall = "/grpc.testing.TestService/FullDuplexCall";
+inline constexpr const char* kHalfDuplexCall = "/grpc.testing.TestService/HalfDuplexCall";
 
-// Registers EmptyCall, UnaryCall, StreamingOutputCall and FullDuplexCall.
+// Registers EmptyCall, UnaryCall, StreamingOutputCall, StreamingInputCall
+// (answers aggregated_payload_size), FullDuplexCall and HalfDuplexCall
+// (answers once the client half-closes).
 // UnaryCall and FullDuplexCall honor response_size / response_parameters,
 // response_status and fill_server_id (`server_id`), and echo the interop
 // metadata keys x-grpc-test-echo-initial / x-grpc-test-echo-trailing-bin.

@@ -11,6 +11,8 @@ namespace uxds::tool {
 namespace {
 
 const Command kCommands[] = {
+    {"call", "unary calls through an xDS channel: one JSON line per call, then a summary",
+     RunCall},
     {"control-plane",
      "an ADS management server serving xDS resources from JSON files in a directory",
      RunControlPlane},

@@ -1,0 +1,215 @@
+// The Channel end to end on loopback against the fake control plane and
+// several TestService backends: header routing (A28), weighted clusters,
+// priority failover and recovery (A42 / A56), an aggregate cluster (A37),
+// and a control plane that goes away while everything is cached (A88).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "channel_fixture.h"
+#include "channel_test_resources.h"
+#include "test_service/test_service.h"
+
+namespace uxds::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+class ChannelEndToEndTest : public ChannelFixture {
+ protected:
+  ChannelEndToEndTest() : ChannelFixture(4) {}
+
+  // One EDS cluster per name, "c<i>" served by backend i.
+  void ServeClustersOnBackends(int count) {
+    std::map<std::string, ResponseResource> clusters;
+    std::map<std::string, ResponseResource> endpoints;
+    for (int i = 0; i < count; ++i) {
+      const std::string name = "c" + std::to_string(i);
+      clusters.emplace(name, ValidCluster(name, "s-" + name));
+      endpoints.emplace("s-" + name, EndpointsAt("s-" + name, {addresses_[i]}));
+    }
+    ASSERT_TRUE(cp_->SetResources(kCdsType, clusters, "1"));
+    ASSERT_TRUE(cp_->SetResources(kEdsType, endpoints, "1"));
+  }
+
+  // Calls until one is answered by one of `addresses` (the config or a
+  // connection may still be on its way); false if none is within 30 s.
+  bool EventuallyAnsweredBy(const std::set<std::string>& addresses, CallOptions options = {}) {
+    const auto give_up = std::chrono::steady_clock::now() + seconds(30);
+    while (std::chrono::steady_clock::now() < give_up) {
+      StatusOr<UnaryResponse> reply = Call(test_service::kEmptyCall, options);
+      if (reply.ok() && addresses.contains(reply->peer)) return true;
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    return false;
+  }
+
+  // Once one of `addresses` answers, the next `count` calls all go to them.
+  void ExpectCallsSettleOn(const std::set<std::string>& addresses, int count,
+                           const CallOptions& options) {
+    ASSERT_TRUE(EventuallyAnsweredBy(addresses, options));
+    std::map<std::string, int> counts = CountCalls(test_service::kEmptyCall, count, options);
+    int answered = 0;
+    for (const std::string& address : addresses) answered += counts[address];
+    EXPECT_EQ(answered, count) << ::testing::PrintToString(counts);
+  }
+};
+
+CallOptions WithHeader(std::string name, std::string value) {
+  CallOptions options;
+  options.metadata = {{std::move(name), std::move(value)}};
+  return options;
+}
+
+// A28: header matchers pick the route; a request without the header takes
+// the default route.
+TEST_F(ChannelEndToEndTest, CallsAreRoutedByHeader) {
+  ASSERT_TRUE(cp_->SetResources(
+      kLdsType,
+      {{"svc", ApiListenerWithHeaderRoutes(
+                   "svc", {{"x-tier", "gold", "c1"}, {"x-tier", "silver", "c2"}}, "c0")}},
+      "1"));
+  ServeClustersOnBackends(3);
+  CreateChannel("xds:///svc");
+  ASSERT_TRUE(EventuallyAnsweredBy({addresses_[0]}));
+  for (int i = 0; i < 3; ++i) {
+    auto gold = Call(test_service::kEmptyCall, WithHeader("x-tier", "gold"));
+    ASSERT_TRUE(gold.ok()) << gold.status().ToString();
+    EXPECT_EQ(gold->peer, addresses_[1]);
+    auto silver = Call(test_service::kUnaryCall, WithHeader("x-tier", "silver"));
+    ASSERT_TRUE(silver.ok()) << silver.status().ToString();
+    EXPECT_EQ(silver->peer, addresses_[2]);
+    auto bronze = Call(test_service::kEmptyCall, WithHeader("x-tier", "bronze"));
+    ASSERT_TRUE(bronze.ok()) << bronze.status().ToString();
+    EXPECT_EQ(bronze->peer, addresses_[0]);
+    auto none = Call(test_service::kEmptyCall);
+    ASSERT_TRUE(none.ok()) << none.status().ToString();
+    EXPECT_EQ(none->peer, addresses_[0]);
+  }
+}
+
+// A28: weighted_clusters 3:1. Over n = 2000 calls the count of the heavier
+// cluster is Binomial(n, 3/4): mean 1500, standard deviation 19.4; the
+// bound of 7 standard deviations fails a correct client with probability
+// below 1e-11, while a 1:1 split (1000) or a 2:1 split (1333) falls far
+// outside it.
+TEST_F(ChannelEndToEndTest, WeightedClustersSplitCallsByWeight) {
+  ASSERT_TRUE(cp_->SetResources(
+      kLdsType, {{"svc", ApiListenerWithWeightedClusters("svc", {{"c0", 3}, {"c1", 1}})}}, "1"));
+  ServeClustersOnBackends(2);
+  CreateChannel("xds:///svc");
+  // Both clusters connected first, so that every counted call succeeds.
+  ASSERT_TRUE(EventuallyAnsweredBy({addresses_[0]}));
+  ASSERT_TRUE(EventuallyAnsweredBy({addresses_[1]}));
+  constexpr int kCalls = 2000;
+  std::map<std::string, int> counts = CountCalls(test_service::kEmptyCall, kCalls);
+  EXPECT_EQ(counts[addresses_[0]] + counts[addresses_[1]], kCalls)
+      << ::testing::PrintToString(counts);
+  const double mean = kCalls * 0.75;
+  const double bound = 7 * std::sqrt(kCalls * 0.75 * 0.25);
+  EXPECT_NEAR(counts[addresses_[0]], mean, bound) << ::testing::PrintToString(counts);
+}
+
+// A42 / A56: when every priority-0 backend dies, calls fail over to
+// priority 1; when they come back, calls return to priority 0.
+TEST_F(ChannelEndToEndTest, PriorityFailoverAndRecovery) {
+  ASSERT_TRUE(
+      cp_->SetResources(kLdsType, {{"svc", ApiListenerWithRoutes("svc", "*", {{"", "c"}})}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(kCdsType, {{"c", ValidCluster("c", "s-c")}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(
+      kEdsType,
+      {{"s-c", EndpointsByPriority(
+                   "s-c", {{addresses_[0], addresses_[1]}, {addresses_[2], addresses_[3]}})}},
+      "1"));
+  CreateChannel("xds:///svc");
+  CallOptions waiting;
+  waiting.wait_for_ready = true;
+  ExpectCallsSettleOn({addresses_[0], addresses_[1]}, 20, waiting);
+
+  StopBackend(0);
+  StopBackend(1);
+  // Calls in the switch-over may fail while the failure is being noticed;
+  // once priority 1 answers, every call goes there.
+  ExpectCallsSettleOn({addresses_[2], addresses_[3]}, 20, waiting);
+
+  RestartBackend(0);
+  RestartBackend(1);
+  // The priority-0 subchannels reconnect after their backoff (at most
+  // 500 ms here) and take the calls back.
+  ExpectCallsSettleOn({addresses_[0], addresses_[1]}, 20, waiting);
+}
+
+// A37: an aggregate cluster is one priority list over its children: calls go
+// to the first child while it has endpoints, then to the next.
+TEST_F(ChannelEndToEndTest, AggregateClusterFailsOverBetweenItsChildren) {
+  ASSERT_TRUE(cp_->SetResources(kLdsType,
+                                {{"svc", ApiListenerWithRoutes("svc", "*", {{"", "agg"}})}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(kCdsType,
+                                {{"agg", AggregateCluster("agg", {"primary", "secondary"})},
+                                 {"primary", ValidCluster("primary", "s-primary")},
+                                 {"secondary", ValidCluster("secondary", "s-secondary")}},
+                                "1"));
+  ASSERT_TRUE(cp_->SetResources(kEdsType,
+                                {{"s-primary", EndpointsAt("s-primary", {addresses_[0]})},
+                                 {"s-secondary", EndpointsAt("s-secondary", {addresses_[1]})}},
+                                "1"));
+  CreateChannel("xds:///svc");
+  CallOptions waiting;
+  waiting.wait_for_ready = true;
+  ExpectCallsSettleOn({addresses_[0]}, 10, waiting);
+
+  // The primary loses its endpoints: the secondary takes over.
+  ASSERT_TRUE(cp_->SetResources(kEdsType,
+                                {{"s-primary", EndpointsByPriority("s-primary", {})},
+                                 {"s-secondary", EndpointsAt("s-secondary", {addresses_[1]})}},
+                                "2"));
+  ExpectCallsSettleOn({addresses_[1]}, 10, waiting);
+
+  // A dying backend fails over the same way.
+  ASSERT_TRUE(cp_->SetResources(kEdsType,
+                                {{"s-primary", EndpointsAt("s-primary", {addresses_[2]})},
+                                 {"s-secondary", EndpointsAt("s-secondary", {addresses_[1]})}},
+                                "3"));
+  ExpectCallsSettleOn({addresses_[2]}, 10, waiting);
+  StopBackend(2);
+  ExpectCallsSettleOn({addresses_[1]}, 10, waiting);
+}
+
+// A88: the control plane going away leaves the cached resources in use:
+// calls keep working, and a new channel for the same target resolves from
+// the cache.
+TEST_F(ChannelEndToEndTest, CallsKeepWorkingWhileTheControlPlaneIsDown) {
+  ASSERT_TRUE(
+      cp_->SetResources(kLdsType, {{"svc", ApiListenerWithRoutes("svc", "*", {{"", "c0"}})}}, "1"));
+  ServeClustersOnBackends(1);
+  CreateChannel("xds:///svc");
+  ASSERT_TRUE(EventuallyAnsweredBy({addresses_[0]}));
+  const std::optional<int64_t> stream =
+      cp_->OpenStreams().empty() ? std::nullopt : std::optional(cp_->OpenStreams().back());
+  ASSERT_TRUE(stream.has_value());
+
+  ASSERT_TRUE(cp_->StopListening());
+  ASSERT_TRUE(cp_->DropAllConnections());
+  ASSERT_TRUE(cp_->WaitForStreamClosed(seconds(30), stream).has_value());
+  std::map<std::string, int> counts = CountCalls(test_service::kEmptyCall, 50);
+  EXPECT_EQ(counts[addresses_[0]], 50) << ::testing::PrintToString(counts);
+
+  // A second channel shares the XdsClient (same target) and its cache.
+  std::unique_ptr<Channel> first = std::move(channel_);
+  CreateChannel("xds:///svc");
+  std::map<std::string, int> second = CountCalls(test_service::kEmptyCall, 10);
+  EXPECT_EQ(second[addresses_[0]], 10) << ::testing::PrintToString(second);
+  RunOnControl<bool>([&]() -> Task<bool> {
+    co_await first->Shutdown();
+    co_return true;
+  });
+  control_->RunSync([&] { first.reset(); });
+}
+
+}  // namespace
+}  // namespace uxds::testing
