@@ -15,7 +15,22 @@
 namespace uxds::testing {
 namespace {
 
-class XdsClientStreamRestartTest : public XdsClientTest {};
+class XdsClientStreamRestartTest : public XdsClientTest {
+ protected:
+  // On the loop thread: watches `name` if `watcher` is null, else cancels
+  // that watch.
+  template <typename T>
+  void ToggleWatch(const XdsResourceTypeImpl<T>& type, const std::string& name,
+                   std::shared_ptr<RecordingWatcher<T>>& watcher) {
+    if (watcher == nullptr) {
+      watcher = std::make_shared<RecordingWatcher<T>>();
+      client_->WatchResource(type, name, watcher);
+    } else {
+      client_->CancelWatch(type, name, watcher.get());
+      watcher = nullptr;
+    }
+  }
+};
 
 std::string Name(int i) { return "c" + std::to_string(i); }
 
@@ -48,23 +63,9 @@ TEST_F(XdsClientStreamRestartTest, EveryStreamStartsWithTheNodeAndNoStaleNonce) 
     // name), then the connection cut while they are written and answered.
     loop_->RunSync([&] {
       for (int i = 0; i < kNames; ++i) {
-        if ((i + round) % 3 == 0) {
-          if (cluster_watchers[i] == nullptr) {
-            cluster_watchers[i] = std::make_shared<ClusterWatcher>();
-            client_->WatchResource(TestClusterType::Get(), Name(i), cluster_watchers[i]);
-          } else {
-            client_->CancelWatch(TestClusterType::Get(), Name(i), cluster_watchers[i].get());
-            cluster_watchers[i] = nullptr;
-          }
-        }
+        if ((i + round) % 3 == 0) ToggleWatch(TestClusterType::Get(), Name(i), cluster_watchers[i]);
         if ((i + round) % 5 == 0) {
-          if (endpoints_watchers[i] == nullptr) {
-            endpoints_watchers[i] = std::make_shared<EndpointsWatcher>();
-            client_->WatchResource(TestEndpointsType::Get(), Name(i), endpoints_watchers[i]);
-          } else {
-            client_->CancelWatch(TestEndpointsType::Get(), Name(i), endpoints_watchers[i].get());
-            endpoints_watchers[i] = nullptr;
-          }
+          ToggleWatch(TestEndpointsType::Get(), Name(i), endpoints_watchers[i]);
         }
       }
     });
