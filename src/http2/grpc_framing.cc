@@ -56,6 +56,16 @@ Status GrpcDeframer::Feed(std::string_view data, std::deque<std::string>& out) {
       body_.clear();
     }
     const size_t take = std::min(body_length_ - body_.size(), data.size());
+    if (body_.size() < kReserveDeclaredLengthAfter &&
+        body_.size() + take >= kReserveDeclaredLengthAfter) {
+      // Grown by doubling, a 10 MB message is copied again and again, each
+      // time into fresh pages and in one go: tens of milliseconds on the
+      // loop for the last copies. Once the peer has really sent this much,
+      // the rest of the declared length is reserved, so the message is
+      // copied once more (at this size) and never again; the reserved
+      // memory stays virtual until bytes fill it.
+      body_.reserve(body_length_);
+    }
     body_.append(data.data(), take);
     data.remove_prefix(take);
     if (body_.size() == body_length_) {

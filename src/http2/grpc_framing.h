@@ -35,6 +35,9 @@ class GrpcDeframer {
       : max_message_size_(max_message_size) {}
 
   Status Feed(std::string_view data, std::deque<std::string>& out);
+  // Bytes of a message that must have arrived before the rest of its
+  // declared length is reserved (see Feed).
+  static constexpr size_t kReserveDeclaredLengthAfter = size_t{1} << 20;
 
   // True while a message has been started but not completed: at end of
   // stream that is a truncated message.

@@ -3,7 +3,9 @@
 #include <algorithm>
 
 #include <chrono>
+#include <iterator>
 #include <string_view>
+#include <utility>
 
 #include "google/protobuf/any.pb.h"
 #include "xds/client/protobuf_wire.h"
@@ -54,7 +56,7 @@ std::string ErrorPrefix(size_t index, std::string_view name) {
 
 }  // namespace
 
-std::string SerializeAdsRequest(const AdsRequest& request) {
+void AppendAdsRequestFields(const AdsRequest& request, std::string& out) {
   discovery::DiscoveryRequest proto;
   proto.set_type_url(request.type_url);
   proto.set_version_info(request.version_info);
@@ -64,31 +66,33 @@ std::string SerializeAdsRequest(const AdsRequest& request) {
     proto.mutable_error_detail()->set_message(request.error_detail.message());
   }
   if (request.node != nullptr) *proto.mutable_node() = *request.node;
-  std::string serialized = proto.SerializeAsString();
-  // Fields may come in any order on the wire.
-  for (const std::string& name : request.resource_names) {
-    AppendLengthDelimited(serialized, kResourceNamesField, name);
-  }
-  return serialized;
+  proto.AppendToString(&out);
 }
 
-bool ParseAdsResponse(std::string_view serialized, AdsResponse& response) {
+void AppendResourceName(std::string_view name, std::string& out) {
+  AppendLengthDelimited(out, kResourceNamesField, name);
+}
+
+AdsResponseReader::Progress AdsResponseReader::Read(size_t max_fields) {
   // The resources stay where they are; every other field is decoded by
   // protobuf, from a copy of just those fields.
-  std::string other_fields;
-  response.resources.clear();
-  ProtobufWireReader reader(serialized);
   ProtobufWireReader::Field field;
   AnyView any;
-  while (reader.Next(field)) {
+  for (size_t read = 0; read < max_fields; ++read) {
+    if (!reader_.Next(field)) {
+      if (reader_.failed() || !response_.fields.ParseFromString(other_fields_)) {
+        return Progress::kInvalid;
+      }
+      return Progress::kDone;
+    }
     if (field.number == kResourcesField && field.wire_type == WireType::kLengthDelimited) {
-      if (!ReadAny(field.payload, any)) return false;
-      response.resources.push_back(field.payload);
+      if (!ReadAny(field.payload, any)) return Progress::kInvalid;
+      response_.resources.push_back(field.payload);
     } else {
-      other_fields.append(field.encoded);
+      other_fields_.append(field.encoded);
     }
   }
-  return !reader.failed() && response.fields.ParseFromString(other_fields);
+  return Progress::kMore;
 }
 
 Status AdsResponseOutcome::NackStatus() const {
@@ -110,7 +114,19 @@ AdsResponseApplier::AdsResponseApplier(const AdsResponse& response, const XdsRes
       context_(context),
       server_(server),
       cache_(cache),
-      now_(std::chrono::system_clock::now()) {}
+      now_(std::chrono::system_clock::now()),
+      stamp_(cache.NextResponseStamp()) {}
+
+bool AdsResponseApplier::MarkSeen(std::string_view key, XdsCacheEntry* entry) {
+  // Names nobody here watches are rare: those few are kept by name.
+  if (entry == nullptr) return unsubscribed_names_.emplace(key).second;
+  // A copy that came before a watch of the name started, between two slices.
+  if (!unsubscribed_names_.empty() && unsubscribed_names_.contains(std::string(key))) return false;
+  if (entry->response_stamp == stamp_) return false;
+  entry->response_stamp = stamp_;
+  ++seen_entries_;
+  return true;
+}
 
 XdsCacheEntry* AdsResponseApplier::SubscribedEntry(const XdsResourceName& name) {
   XdsCacheEntry* entry = cache_.Find(type_, name.key);
@@ -158,7 +174,8 @@ void AdsResponseApplier::ApplyResource(size_t i, const std::string& version) {
     ++outcome.invalid_resources;
     return;
   }
-  if (ReuseVerdict(i, name, serialized, version)) return;
+  NameLookup lookup;
+  if (ReuseVerdict(i, name, serialized, version, lookup)) return;
   const bool named_by_wrapper = !name.empty();
   XdsResourceType::DecodeResult decoded = type.Decode(context_, serialized);
   if (decoded.resource.ok() && *decoded.resource == nullptr) {
@@ -175,10 +192,18 @@ void AdsResponseApplier::ApplyResource(size_t i, const std::string& version) {
     }
     name = *decoded.name;
   }
-  StatusOr<XdsResourceName> parsed = ParseXdsResourceName(name, type);
+  StatusOr<XdsResourceName> parsed = InvalidArgumentError("");
+  XdsCacheEntry* entry = nullptr;
+  if (lookup.parsed.has_value() && lookup.raw_name == name) {
+    parsed = *std::move(lookup.parsed);
+    entry = lookup.entry;
+  } else {
+    parsed = ParseXdsResourceName(name, type);
+    if (parsed.ok()) entry = SubscribedEntry(*parsed);
+  }
   // A name twice in one response: the second copy is an error of its own
   // (gRPC's "duplicate resource name") and the first copy's verdict stands.
-  if (!names_in_response_.insert(parsed.ok() ? parsed->key : name).second) {
+  if (!MarkSeen(parsed.ok() ? std::string_view(parsed->key) : std::string_view(name), entry)) {
     outcome.errors.push_back(ErrorPrefix(i, name) + "duplicate resource name");
     ++outcome.invalid_resources;
     return;
@@ -197,9 +222,7 @@ void AdsResponseApplier::ApplyResource(size_t i, const std::string& version) {
     }
     return;
   }
-  XdsCacheEntry* entry = SubscribedEntry(*parsed);
   if (entry == nullptr) return;  // not subscribed: ignored
-  seen_.insert(parsed->key);
   if (!decoded.resource.ok()) {
     cache_.OnInvalidResource(*entry, decoded.resource.status().message(), std::string(serialized),
                              named_by_wrapper, version, now_);
@@ -210,7 +233,8 @@ void AdsResponseApplier::ApplyResource(size_t i, const std::string& version) {
 }
 
 bool AdsResponseApplier::ReuseVerdict(size_t index, std::string_view wrapper_name,
-                                      std::string_view serialized, const std::string& version) {
+                                      std::string_view serialized, const std::string& version,
+                                      NameLookup& lookup) {
   // Without a wrapper the name is in the bytes. Reading it without decoding
   // is only a guess at which entry to look in: the verdict is reused only if
   // that entry decoded these very bytes, named the same way, and so got
@@ -223,6 +247,9 @@ bool AdsResponseApplier::ReuseVerdict(size_t index, std::string_view wrapper_nam
   StatusOr<XdsResourceName> parsed = ParseXdsResourceName(name, type_);
   if (!parsed.ok()) return false;
   XdsCacheEntry* entry = SubscribedEntry(*parsed);
+  lookup.raw_name = name;
+  lookup.entry = entry;
+  lookup.parsed = *std::move(parsed);
   if (entry == nullptr) return false;
   const bool accepted = entry->resource != nullptr && entry->named_by_wrapper == named_by_wrapper &&
                         entry->serialized == serialized;
@@ -231,12 +258,11 @@ bool AdsResponseApplier::ReuseVerdict(size_t index, std::string_view wrapper_nam
                         entry->rejected->serialized == serialized;
   if (!accepted && !rejected) return false;
   // As after decoding: a second copy in one response is an error of its own.
-  if (!names_in_response_.insert(parsed->key).second) {
+  if (!MarkSeen(lookup.parsed->key, entry)) {
     outcome_.errors.push_back(ErrorPrefix(index, name) + "duplicate resource name");
     ++outcome_.invalid_resources;
     return true;
   }
-  seen_.insert(parsed->key);
   if (accepted) {
     ++outcome_.valid_resources;
     cache_.OnAcceptedVersionResent(*entry, version, now_);
@@ -248,8 +274,7 @@ bool AdsResponseApplier::ReuseVerdict(size_t index, std::string_view wrapper_nam
   return true;
 }
 
-AdsResponseOutcome AdsResponseApplier::Finish(const std::set<std::string>& subscribed_names) {
-  ApplyResources(response_.resources.size());
+void AdsResponseApplier::ApplyResourceErrors() {
   AdsResponseOutcome& outcome = outcome_;
   const discovery::DiscoveryResponse& response = response_.fields;
   const std::string& version = response.version_info();
@@ -277,25 +302,39 @@ AdsResponseOutcome AdsResponseApplier::Finish(const std::set<std::string>& subsc
     }
     XdsCacheEntry* entry = SubscribedEntry(*parsed);
     if (entry == nullptr) continue;  // NOTES: "entries for unsubscribed names are skipped"
-    seen_.insert(parsed->key);
+    MarkSeen(parsed->key, entry);    // a name may have a resource and an error
     cache_.OnResourceError(*entry, error, version, now_);
   }
+}
 
+bool AdsResponseApplier::ApplyErrorsAndDeletions(const SubscribedNames& subscribed,
+                                                 size_t max_count) {
+  if (!std::exchange(resource_errors_applied_, true)) ApplyResourceErrors();
   // A88: "LDS and CDS resource deletions" -- every subscribed resource is in
   // every LDS/CDS response, so a missing one was deleted.
   // Only names with an entry of this server are seen, and those are exactly
   // the names subscribed here: when as many were seen as are subscribed,
   // none is missing, and 10 000 names need not be walked again.
-  if (type_.all_resources_required_in_sotw() && seen_.size() != subscribed_names.size()) {
-    for (const std::string& key : subscribed_names) {
-      if (seen_.contains(key)) continue;
-      XdsCacheEntry* entry = cache_.Find(type_, key);
-      if (entry != nullptr && entry->TakesDataFrom(server_)) {
-        cache_.OnResourceMissing(*entry, version, now_);
-      }
+  if (!walk_deletions_.has_value()) {
+    walk_deletions_ = type_.all_resources_required_in_sotw() && seen_entries_ != subscribed.size();
+  }
+  if (!*walk_deletions_) return true;
+  const std::string& version = response_.fields.version_info();
+  // Resumed after the last name looked at: names (un)subscribed meanwhile
+  // keep the walk's place valid. One subscribed since has no resource, so
+  // it is not deleted.
+  auto it = walked_up_to_.has_value() ? subscribed.upper_bound(*walked_up_to_) : subscribed.begin();
+  for (size_t looked_at = 0; it != subscribed.end(); ++it) {
+    if (looked_at++ == max_count) {
+      walked_up_to_ = std::prev(it)->first;
+      return false;
+    }
+    XdsCacheEntry* entry = cache_.Find(type_, it->first);
+    if (entry != nullptr && entry->response_stamp != stamp_ && entry->TakesDataFrom(server_)) {
+      cache_.OnResourceMissing(*entry, version, now_);
     }
   }
-  return outcome;
+  return true;
 }
 
 }  // namespace uxds::xds_internal

@@ -112,6 +112,10 @@ struct XdsCacheEntry {
   // The priority (index in authority.servers) of the server whose response
   // or resource timer last set the entry's state; kNoServer while REQUESTED.
   size_t source_priority = XdsAuthorityState::kNoServer;
+  // The last response (XdsResourceCache::NextResponseStamp) that spoke of
+  // the entry: a response marks the names it holds here instead of copying
+  // 100 000 of them into a set it must then free.
+  uint64_t response_stamp = 0;
 };
 
 class XdsResourceCache {
@@ -213,6 +217,9 @@ class XdsResourceCache {
   // its watchers get the active server's error as OnServerFailure gives it.
   void NotifyActiveServerError(const XdsAuthorityState& authority);
 
+  // A number no response applied before got: see XdsCacheEntry::response_stamp.
+  uint64_t NextResponseStamp() { return ++last_response_stamp_; }
+
   void CountResourceUpdates(XdsServerState& server, std::string_view type_name, uint64_t valid,
                             uint64_t invalid);
 
@@ -252,6 +259,7 @@ class XdsResourceCache {
       entries_;
   std::map<std::string, std::unique_ptr<XdsServerState>, std::less<>> servers_;         // by Key()
   std::map<std::string, std::unique_ptr<XdsAuthorityState>, std::less<>> authorities_;  // by name
+  uint64_t last_response_stamp_ = 0;
 };
 
 // A78/A88 grpc.xds.cache_state label of an entry.

@@ -80,7 +80,8 @@ void XdsServerChannel::Subscribe(const XdsResourceType& type, const std::string&
   const bool was_idle = !HasSubscriptions();
   TypeState& state = types_[std::string(type.type_url())];
   state.type = &type;
-  if (!state.names.insert(key).second) return;
+  if (!state.names.emplace(key, ++last_subscription_serial_).second) return;
+  ++state.changes;
   state.start_timers = true;
   if (was_idle) wake_idle_.Send(true);
   SendRequestFor(std::string(type.type_url()));
@@ -89,6 +90,7 @@ void XdsServerChannel::Subscribe(const XdsResourceType& type, const std::string&
 void XdsServerChannel::Unsubscribe(const XdsResourceType& type, const std::string& key) {
   auto it = types_.find(type.type_url());
   if (it == types_.end() || it->second.names.erase(key) == 0) return;
+  ++it->second.changes;
   // The type's state (version, nonce) stays: a new watch of the type on this
   // stream still answers the last response.
   if (HasSubscriptions()) {
@@ -115,12 +117,64 @@ void XdsServerChannel::SendRequestFor(const std::string& type_url) {
 void XdsServerChannel::StartResourceTimers() {
   if (stream_ == nullptr || stream_->ended) return;
   for (auto& [type_url, state] : types_) {
-    for (const std::string& name : state.names_on_wire) {
+    for (const auto& [name, serial] : state.names) {
+      if (serial > state.serial_on_wire) continue;  // not named on the wire yet
       XdsCacheEntry* entry = env_.cache.Find(*state.type, name);
       if (entry != nullptr && &entry->server() == &server_)
         env_.cache.MaybeStartResourceTimer(*entry);
     }
   }
+}
+
+Task<bool> XdsServerChannel::StartTimersOfNamesOnWire(Stream& stream, TypeState& state) {
+  // A71: only the server in use for an entry times it; a higher-priority
+  // server retried meanwhile starts it once it is in use again.
+  // 10 000 names are milliseconds of lookups: a slice at a time, resumed
+  // at the name due next (names unsubscribed meanwhile are gone from the
+  // map, ones subscribed meanwhile have a later serial and are skipped).
+  auto it = state.names.begin();
+  for (size_t looked_up = 0; it != state.names.end(); ++it) {
+    if (++looked_up % kNamesPerSlice == 0) {
+      const std::string resume_after = it->first;
+      co_await env_.loop.Yield();
+      if (stream.ended) co_return false;
+      it = state.names.lower_bound(resume_after);
+      if (it == state.names.end()) break;
+    }
+    if (it->second > state.serial_on_wire) continue;
+    XdsCacheEntry* entry = env_.cache.Find(*state.type, it->first);
+    if (entry != nullptr && &entry->server() == &server_)
+      env_.cache.MaybeStartResourceTimer(*entry);
+  }
+  co_return true;
+}
+
+Task<std::optional<std::string>> XdsServerChannel::SerializeNames(Stream& stream, TypeState& state,
+                                                                  uint64_t& serial) {
+  // 100 000 names are milliseconds of copying: a slice at a time. If names
+  // are (un)subscribed during a yield, the names are written again, in one
+  // go: the request carries the names subscribed when it is written.
+  std::string serialized;
+  for (bool may_yield : {true, false}) {
+    serialized.clear();
+    serial = last_subscription_serial_;
+    const uint64_t changes = state.changes;
+    bool changed = false;
+    size_t appended = 0;
+    for (auto it = state.names.begin(); it != state.names.end(); ++it) {
+      if (may_yield && ++appended % kNamesPerSlice == 0) {
+        co_await env_.loop.Yield();
+        if (stream.ended) co_return std::nullopt;
+        if (state.changes != changes) {
+          changed = true;
+          break;
+        }
+      }
+      AppendResourceName(it->first, serialized);
+    }
+    if (!changed) break;
+  }
+  co_return serialized;
 }
 
 void XdsServerChannel::ReportFailure(std::string_view what, const Status& status) {
@@ -233,7 +287,7 @@ Task<bool> XdsServerChannel::RunStream(CancelState* cancel) {
     state.nonce.clear();
     state.pending_nack = Status();
     state.start_timers = true;
-    state.names_on_wire.clear();
+    state.serial_on_wire = 0;
     if (!state.names.empty()) stream.pending_types.push_back(type_url);
   }
   TaskGroup tasks(env_.loop, cancel);
@@ -286,29 +340,32 @@ Task<void> XdsServerChannel::WriteRequests(Stream& stream) {
     const std::string type_url = std::move(stream.pending_types.front());
     stream.pending_types.pop_front();
     TypeState& state = types_.find(type_url)->second;
-    // Names are read now, so a name subscribed and unsubscribed while its
-    // request was queued leaves an empty list. As the first request of a type
-    // on a stream that is the legacy wildcard ("resource_names empty ... means
-    // all resources", xDS protocol), which makes a server send every Listener
-    // or Cluster it has: nothing is sent then. Later, an empty list is how
-    // the last name is unsubscribed.
+    uint64_t serial = 0;
+    std::optional<std::string> serialized;
+    serialized = co_await SerializeNames(stream, state, serial);
+    if (!serialized.has_value()) co_return;
+    // The names are the current ones, so a name subscribed and unsubscribed
+    // while its request was queued leaves an empty list. As the first request
+    // of a type on a stream that is the legacy wildcard ("resource_names
+    // empty ... means all resources", xDS protocol), which makes a server
+    // send every Listener or Cluster it has: nothing is sent then. Later, an
+    // empty list is how the last name is unsubscribed.
     if (state.names.empty() && !stream.requested_types.contains(type_url)) continue;
     stream.requested_types.insert(type_url);
-    // The request is built now, so it carries the current names, the last
-    // accepted version and the nonce of the last response of its type.
+    // The rest is decided now, so the request carries the last accepted
+    // version and the nonce of the last response of its type.
     AdsRequest request;
     request.type_url = type_url;
     request.version_info = state.version;
     request.response_nonce = state.nonce;
-    request.resource_names.assign(state.names.begin(), state.names.end());
     request.error_detail = std::exchange(state.pending_nack, Status());
     const bool start_timers = std::exchange(state.start_timers, false);
     // NOTES: "The node goes only in the first request of each stream."
     if (!std::exchange(stream.node_sent, true)) request.node = &env_.node;
-    const std::string serialized = SerializeAdsRequest(request);
+    AppendAdsRequestFields(request, *serialized);
     // The responses this request answers (coalesced ones included).
     const int answered = std::exchange(state.unanswered_responses, 0);
-    const Status written = co_await stream.call->Write(serialized);
+    const Status written = co_await stream.call->Write(*std::move(serialized));
     if (!written.ok() || stream.ended) {
       env_.notifications.Resume(answered);
       co_return;
@@ -320,31 +377,24 @@ Task<void> XdsServerChannel::WriteRequests(Stream& stream) {
     // The verdict is out: the watchers may hear about the response now.
     env_.notifications.Resume(answered);
     if (!sent.ok() || stream.ended) co_return;
-    state.names_on_wire = std::move(request.resource_names);
-    if (!start_timers) continue;
-    size_t looked_up = 0;
-    // A71: only the server in use for an entry times it; a higher-priority
-    // server retried meanwhile starts it once it is in use again.
-    for (const std::string& name : state.names_on_wire) {
-      // 10 000 names are milliseconds of lookups: a slice at a time (each
-      // name is looked up again after a yield, so one unsubscribed meanwhile
-      // is skipped; a new stream clears the list only after this one ended).
-      if (++looked_up % kNamesPerSlice == 0) co_await env_.loop.Yield();
-      if (stream.ended) co_return;
-      XdsCacheEntry* entry = env_.cache.Find(*state.type, name);
-      if (entry != nullptr && &entry->server() == &server_)
-        env_.cache.MaybeStartResourceTimer(*entry);
-    }
+    state.serial_on_wire = serial;
+    if (start_timers && !co_await StartTimersOfNamesOnWire(stream, state)) co_return;
   }
 }
 
 Task<void> XdsServerChannel::HandleResponse(Stream& stream, std::string serialized) {
   // The resources stay in `serialized` until they are applied: read at once,
   // a response of 10 000 of them would hold the loop for milliseconds.
-  AdsResponse response;
   // NOTES: "A response that cannot be decoded at all, or whose type was never
   // watched, is ignored: no ACK, no NACK."
-  if (!ParseAdsResponse(serialized, response)) co_return;
+  AdsResponseReader reader(serialized);
+  for (;;) {
+    const AdsResponseReader::Progress progress = reader.Read(kFieldsPerSlice);
+    if (progress == AdsResponseReader::Progress::kInvalid) co_return;
+    if (progress == AdsResponseReader::Progress::kDone) break;
+    co_await env_.loop.Yield();
+  }
+  AdsResponse& response = reader.response();
   auto it = types_.find(response.fields.type_url());
   if (it == types_.end()) co_return;
   TypeState& state = it->second;
@@ -360,8 +410,12 @@ Task<void> XdsServerChannel::HandleResponse(Stream& stream, std::string serializ
   // back for long. Requests written meanwhile still answer the previous
   // response (the nonce changes only once this one is decided).
   while (!applier.ApplyResources(kResourcesPerSlice)) co_await env_.loop.Yield();
+  // 100 000 names may be looked at for deletions: a slice at a time too.
+  while (!applier.ApplyErrorsAndDeletions(state.names, kNamesPerSlice)) {
+    co_await env_.loop.Yield();
+  }
   state.nonce = response.fields.nonce();
-  const AdsResponseOutcome outcome = applier.Finish(state.names);
+  const AdsResponseOutcome& outcome = applier.outcome();
   env_.cache.CountResourceUpdates(server_, state.type->type_name(), outcome.valid_resources,
                                   outcome.invalid_resources);
   if (outcome.accept_version()) state.version = response.fields.version_info();

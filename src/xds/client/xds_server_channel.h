@@ -10,6 +10,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -24,6 +25,7 @@
 #include "uxds/loop.h"
 #include "uxds/task.h"
 #include "uxds/xds_client.h"
+#include "xds/client/ads_protocol.h"
 #include "xds/client/exponential_backoff.h"
 #include "xds/client/watcher_notification_queue.h"
 #include "xds/client/xds_resource_cache.h"
@@ -82,11 +84,16 @@ class XdsServerChannel {
   // Per resource type, across streams.
   // Resources decoded between two yields to the loop (about 1 ms of work).
   static constexpr size_t kResourcesPerSlice = 256;
-  // Names looked up between two yields when starting resource timers.
+  // Names looked up (or written into a request) between two yields.
   static constexpr size_t kNamesPerSlice = 2048;
+  // Fields of a response checked between two yields (about 0.3 ms).
+  static constexpr size_t kFieldsPerSlice = 4096;
   struct TypeState {
     const XdsResourceType* type = nullptr;
-    std::set<std::string> names;  // subscribed
+    SubscribedNames names;  // with the serial of each one's subscription
+    // Counts (un)subscriptions: a request whose names are written a slice
+    // at a time starts over if they changed meanwhile.
+    uint64_t changes = 0;
     // NOTES: "The accepted version is kept per type across stream restarts;
     // the nonce is per type per stream and starts empty on a new stream."
     std::string version;
@@ -97,8 +104,9 @@ class XdsServerChannel {
     // timers started (A57). An ACK naming the same names does not, and so
     // does not look 10 000 names up again.
     bool start_timers = false;
-    // The names of the last request on the wire on the current stream.
-    std::vector<std::string> names_on_wire;
+    // The last request on the wire on the current stream named the names
+    // subscribed then: those of `names` with a serial up to this (0: none).
+    uint64_t serial_on_wire = 0;
     // Responses whose ACK/NACK is not on the wire yet: each holds back
     // watcher notifications until it is (WatcherNotificationQueue::Pause).
     int unanswered_responses = 0;
@@ -124,6 +132,14 @@ class XdsServerChannel {
   Task<void> ReadResponses(Stream& stream);
   Task<void> WriteRequests(Stream& stream);
   Task<void> HandleResponse(Stream& stream, std::string serialized);
+  // The request for `type_url`'s names, written a slice at a time (names
+  // first: fields may come in any order); nullopt if the stream ended.
+  // `serial` is set to the last subscription serial the request names.
+  Task<std::optional<std::string>> SerializeNames(Stream& stream, TypeState& state,
+                                                  uint64_t& serial);
+  // Starts the resource timers of the names the last request on the wire
+  // of `state`'s type named, a slice at a time; false if the stream ended.
+  Task<bool> StartTimersOfNamesOnWire(Stream& stream, TypeState& state);
   // Queues a request for `type_url` on the current stream, if any.
   void SendRequestFor(const std::string& type_url);
   // A transient error for every watcher of this server (A57, A88).
@@ -136,6 +152,7 @@ class XdsServerChannel {
   std::unique_ptr<http2::ClientConnection> connection_;
   std::shared_ptr<TlsClientContext> tls_context_;
   Stream* stream_ = nullptr;  // the stream being run, if any
+  uint64_t last_subscription_serial_ = 0;
   // Set when the stream was closed because nothing is subscribed any more:
   // not a failure, and no backoff.
   bool closed_idle_ = false;
