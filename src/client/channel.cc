@@ -13,6 +13,7 @@
 #include "lb/cluster_load_balancer.h"
 #include "lb/lb_policy.h"
 #include "runtime/host_resolver.h"
+#include "xds/lrs/load_reporting_client.h"
 #include "xds/routing/route_selection.h"
 
 namespace uxds {
@@ -101,6 +102,22 @@ struct Channel::Impl {
   bool shut_down = false;
   // Calls waiting for the next config or picker.
   std::vector<Event*> waiters;
+  // LRS streams of the clusters that name an lrs_server (made on first use).
+  std::unique_ptr<LoadReportingClient> load_reporting;
+
+  // A42: the counters of a cluster that reports load, else nullptr.
+  std::shared_ptr<ClusterLoadStats> LoadStatsFor(const std::string& name,
+                                                 const ClusterResource& cluster) {
+    if (!cluster.lrs_server.has_value() || xds_client == nullptr) return nullptr;
+    if (load_reporting == nullptr) {
+      load_reporting = std::make_unique<LoadReportingClient>(loop, xds_client->bootstrap().node,
+                                                             options.load_reporting);
+    }
+    // gRPC reports the EDS service name only when the Cluster sets one.
+    const auto* eds = std::get_if<ClusterResource::Eds>(&cluster.type);
+    return load_reporting->AddCluster(*cluster.lrs_server, name,
+                                      eds != nullptr ? eds->eds_service_name : "");
+  }
 
   void WakeWaiters() {
     for (Event* waiter : std::exchange(waiters, {})) waiter->Set();
@@ -157,6 +174,7 @@ struct Channel::Impl {
     if (const auto* endpoint_config =
             std::get_if<XdsConfig::ClusterConfig::EndpointConfig>(&cluster.children)) {
       state.note = endpoint_config->resolution_note;
+      state.lb->SetLoadStats(LoadStatsFor(name, *cluster.cluster));
       state.lb->Update(*cluster.cluster, endpoint_config->endpoints != nullptr
                                              ? *endpoint_config->endpoints
                                              : EndpointResource());
@@ -277,6 +295,7 @@ Task<void> Channel::Shutdown() {
   impl.clusters.clear();
   impl.WakeWaiters();
   co_await impl.subchannels->Shutdown();
+  if (impl.load_reporting != nullptr) co_await impl.load_reporting->Shutdown();
   impl.xds_client.reset();
 }
 
@@ -352,7 +371,7 @@ Task<StatusOr<UnaryResponse>> Channel::UnaryCall(std::string method, std::string
     args.hash = hash;
     args.headers = headers;
     Subchannel* subchannel = nullptr;
-    CallCounter* counter = nullptr;
+    PickResult call_end;  // what CallFinished() reports when the call ends
     PickResult::Kind kind;
     Status pick_status;
     bool drop = false;
@@ -362,7 +381,7 @@ Task<StatusOr<UnaryResponse>> Channel::UnaryCall(std::string method, std::string
       kind = picked.kind;
       if (kind == PickResult::Kind::kComplete) {
         subchannel = picked.endpoint->subchannel;
-        counter = picked.call_counter;
+        call_end = picked;
       } else if (kind == PickResult::Kind::kFail) {
         pick_status = *picked.status;
         drop = picked.drop;
@@ -379,7 +398,7 @@ Task<StatusOr<UnaryResponse>> Channel::UnaryCall(std::string method, std::string
     http2::ClientConnection* connection =
         subchannel != nullptr ? subchannel->connection() : nullptr;
     if (kind == PickResult::Kind::kQueue || connection == nullptr) {
-      if (counter != nullptr) CallEnded(counter);
+      CallNotStarted(call_end);
       const bool in_time = co_await impl.WaitForChange(deadline);
       if (!in_time) {
         co_return DeadlineExceededError("deadline exceeded while waiting for an endpoint of " +
@@ -391,7 +410,7 @@ Task<StatusOr<UnaryResponse>> Channel::UnaryCall(std::string method, std::string
     http2::Metadata metadata(options.metadata.begin(), options.metadata.end());
     StatusOr<std::string> response =
         co_await http2::UnaryCall(*connection, method, request, metadata, deadline);
-    if (counter != nullptr) CallEnded(counter);
+    CallFinished(call_end, response.ok());
     if (!response.ok()) co_return response.status();
     co_return UnaryResponse{*std::move(response), peer};
   }
