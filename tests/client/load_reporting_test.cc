@@ -7,6 +7,7 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -70,9 +71,11 @@ ResponseResource EndpointsByZone(const std::string& service_name,
   return ResponseResource(kEdsType, assignment.SerializeAsString());
 }
 
-std::string LrsResponse(milliseconds interval) {
+// send_all_clusters unless `clusters` names some.
+std::string LrsResponse(milliseconds interval, const std::vector<std::string>& clusters = {}) {
   LoadStatsResponse response;
-  response.set_send_all_clusters(true);
+  response.set_send_all_clusters(clusters.empty());
+  for (const std::string& c : clusters) response.add_clusters(c);
   response.mutable_load_reporting_interval()->set_nanos(
       static_cast<int32_t>(interval.count() * 1000000));
   return response.SerializeAsString();
@@ -151,6 +154,10 @@ class LoadReportingTest : public ::testing::Test {
     ASSERT_TRUE(cp_->SetResources(
         kEdsType,
         {{"s-" + cluster, EndpointsByZone("s-" + cluster, addresses_, drop_all_category)}}, "1"));
+    CreateChannel();
+  }
+
+  void CreateChannel() {
     control_->RunSync([&] {
       ChannelOptions options;
       options.xds_client_pool = pool_;
@@ -166,26 +173,30 @@ class LoadReportingTest : public ::testing::Test {
   }
 
   // One UnaryCall; `fail_with` non-zero asks the backend for that status.
-  StatusOr<UnaryResponse> Call(int fail_with = 0) {
+  StatusOr<UnaryResponse> Call(int fail_with = 0,
+                               const std::string& method = test_service::kUnaryCall) {
     grpc::testing::SimpleRequest request;
     if (fail_with != 0) request.mutable_response_status()->set_code(fail_with);
     std::promise<StatusOr<UnaryResponse>> result;
     control_->RunSync([&] {
-      auto call = [](Channel* channel, std::string request,
+      auto call = [](Channel* channel, std::string method, std::string request,
                      std::promise<StatusOr<UnaryResponse>>* out) -> Task<void> {
         CallOptions options;
         options.timeout = std::chrono::seconds(10);
         options.wait_for_ready = true;
-        out->set_value(
-            co_await channel->UnaryCall(test_service::kUnaryCall, std::move(request), options));
+        out->set_value(co_await channel->UnaryCall(std::move(method), std::move(request), options));
       };
-      control_->loop().Spawn(call(channel_.get(), request.SerializeAsString(), &result));
+      // EmptyCall takes an Empty message: no bytes.
+      control_->loop().Spawn(
+          call(channel_.get(), method,
+               method == test_service::kUnaryCall ? request.SerializeAsString() : std::string(),
+               &result));
     });
     return result.get_future().get();
   }
 
   // The LRS stream's first request: the node, with the client feature.
-  int64_t AcceptLrsStream() {
+  int64_t AcceptLrsStream(const std::vector<std::string>& clusters = {}) {
     std::optional<int64_t> stream = cp_->WaitForLrsStreamOpened(kWait);
     EXPECT_TRUE(stream.has_value());
     if (!stream.has_value()) return 0;
@@ -201,7 +212,8 @@ class LoadReportingTest : public ::testing::Test {
     }
     EXPECT_TRUE(feature) << "client features lack envoy.lrs.supports_send_all_clusters";
     EXPECT_EQ(request.cluster_stats_size(), 0);
-    EXPECT_TRUE(cp_->SendLrsResponse(LrsResponse(milliseconds(kReportIntervalMs)), *stream));
+    EXPECT_TRUE(
+        cp_->SendLrsResponse(LrsResponse(milliseconds(kReportIntervalMs), clusters), *stream));
     return *stream;
   }
 
@@ -219,6 +231,7 @@ class LoadReportingTest : public ::testing::Test {
       ASSERT_TRUE(request.ParseFromString(report->bytes));
       EXPECT_FALSE(request.has_node()) << "only a stream's first request carries the node";
       for (const auto& cluster : request.cluster_stats()) {
+        reported_clusters_.insert(cluster.cluster_name());
         EXPECT_EQ(cluster.cluster_service_name(), "s-" + cluster.cluster_name());
         // The interval the client measured: at least the one it was told.
         const auto& interval = cluster.load_report_interval();
@@ -249,6 +262,7 @@ class LoadReportingTest : public ::testing::Test {
   std::map<std::string, LocalityTotals> localities_;  // by zone
   std::map<std::string, uint64_t> dropped_;
   uint64_t total_dropped_ = 0;
+  std::set<std::string> reported_clusters_;
 };
 
 // A42: calls count in the locality of the endpoint they were picked to;
@@ -315,6 +329,32 @@ TEST_F(LoadReportingTest, ReportsDropsPerCategory) {
   EXPECT_EQ(total_dropped_, static_cast<uint64_t>(kCalls));
   EXPECT_EQ(dropped_["throttle"], static_cast<uint64_t>(kCalls));
   for (const auto& [zone, t] : localities_) EXPECT_EQ(t.issued, 0u) << zone;
+}
+
+// A server that names clusters gets reports of those alone.
+TEST_F(LoadReportingTest, ReportsOnlyTheClustersTheServerAsksFor) {
+  ASSERT_TRUE(cp_->SetResources(
+      kLdsType,
+      {{"svc", ApiListenerWithRoutes(
+                   "svc", "*", {{"/grpc.testing.TestService/UnaryCall", "asked"}, {"", "other"}})}},
+      "1"));
+  ASSERT_TRUE(cp_->SetResources(kCdsType,
+                                {{"asked", ReportingCluster("asked", "s-asked")},
+                                 {"other", ReportingCluster("other", "s-other")}},
+                                "1"));
+  ASSERT_TRUE(cp_->SetResources(kEdsType,
+                                {{"s-asked", EndpointsByZone("s-asked", {addresses_[0]})},
+                                 {"s-other", EndpointsByZone("s-other", {addresses_[1]})}},
+                                "1"));
+  CreateChannel();
+  const int64_t stream = AcceptLrsStream({"asked"});
+  constexpr int kCalls = 5;
+  for (int i = 0; i < kCalls; ++i) {
+    ASSERT_TRUE(Call().ok());
+    ASSERT_TRUE(Call(0, test_service::kEmptyCall).ok());
+  }
+  ReadReportsUntil(stream, [&] { return localities_["z0"].succeeded == kCalls; });
+  EXPECT_EQ(reported_clusters_, std::set<std::string>{"asked"});
 }
 
 // A failed LRS stream is opened again (with backoff); when the routes stop
