@@ -244,6 +244,20 @@ class Stream:
         self.auto_sent = {}  # type_url -> (store generation, names) last answered
 
 
+def _responses(stream, context):
+    """A call's responses: the stream's outbox until the call is over or closed."""
+    while True:
+        item = stream.outbox.get()
+        if item is None:
+            return
+        if item is _CLOSE:
+            code, message = stream.close_status
+            context.set_code(code)
+            context.set_details(message)
+            return
+        yield item
+
+
 class ResourceStore:
     def __init__(self, generation, version, resources, resource_errors):
         self.generation = generation
@@ -281,16 +295,7 @@ class ControlPlane:
         threading.Thread(
             target=self._read_lrs_requests, args=(stream, request_iterator), name=f"lrs-{stream.id}", daemon=True
         ).start()
-        while True:
-            item = stream.outbox.get()
-            if item is None:
-                return
-            if item is _CLOSE:
-                code, message = stream.close_status
-                context.set_code(code)
-                context.set_details(message)
-                return
-            yield item
+        yield from _responses(stream, context)
 
     def _read_lrs_requests(self, stream, request_iterator):
         try:
@@ -326,16 +331,7 @@ class ControlPlane:
         threading.Thread(
             target=self._read_requests, args=(stream, request_iterator), name=f"stream-{stream.id}", daemon=True
         ).start()
-        while True:
-            item = stream.outbox.get()
-            if item is None:
-                return
-            if item is _CLOSE:
-                code, message = stream.close_status
-                context.set_code(code)
-                context.set_details(message)
-                return
-            yield item
+        yield from _responses(stream, context)
 
     def _read_requests(self, stream, request_iterator):
         try:
