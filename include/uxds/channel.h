@@ -34,8 +34,9 @@ enum class ConnectivityState : uint8_t {
 // "IDLE", "CONNECTING", "READY", "TRANSIENT_FAILURE".
 std::string_view ConnectivityStateName(ConnectivityState state);
 
-class Subchannel;   // one connection to one address (src/lb/subchannel.h)
-class CallCounter;  // in-flight calls of a cluster (circuit breaking, A32)
+class Subchannel;         // one connection to one address (src/lb/subchannel.h)
+class CallCounter;        // in-flight calls of a cluster (circuit breaking, A32)
+class LocalityLoadStats;  // calls of one locality, for load reports (LRS)
 
 // A picked endpoint: its address and the subchannel to start the call on
 // (on the control thread; the channel does that).
@@ -67,20 +68,38 @@ struct PickResult {
   // kComplete through cluster_impl: the call counts against the cluster's
   // max_requests until the caller calls CallEnded(counter) (A32).
   CallCounter* call_counter = nullptr;
+  // kComplete through cluster_impl of a cluster that reports load (A42
+  // LRS): the call counts as in progress in its locality until the caller
+  // reports its end with CallFinished().
+  LocalityLoadStats* locality_stats = nullptr;
   // kFail: why (owned by the picker, valid while the scope lives).
   const Status* status = nullptr;
   // kFail because the call was dropped (A27 drop_overloads, A32 circuit
   // breaker): the call fails at once, wait_for_ready or not.
   bool drop = false;
 
-  static PickResult Complete(const Endpoint* e) { return {Kind::kComplete, e, nullptr, nullptr}; }
+  static PickResult Complete(const Endpoint* e) {
+    return {Kind::kComplete, e, nullptr, nullptr, nullptr};
+  }
   static PickResult Queue() { return {}; }
-  static PickResult Fail(const Status* s) { return {Kind::kFail, nullptr, nullptr, s}; }
-  static PickResult Drop(const Status* s) { return {Kind::kFail, nullptr, nullptr, s, true}; }
+  static PickResult Fail(const Status* s) { return {Kind::kFail, nullptr, nullptr, nullptr, s}; }
+  static PickResult Drop(const Status* s) {
+    return {Kind::kFail, nullptr, nullptr, nullptr, s, true};
+  }
 };
 
 // Releases one call counted by a pick (any thread).
 void CallEnded(CallCounter* counter);
+// The hook a channel calls, once, when a call picked kComplete ends (any
+// thread; `picked` may be a copy kept after the PickScope ended: only
+// call_counter and locality_stats are used, and they outlive the scope):
+// releases its max_requests slot (A32) and counts the call in its
+// locality's load report as succeeded (`ok`: status OK) or failed.
+void CallFinished(const PickResult& picked, bool ok);
+// Instead of CallFinished(), for a call picked kComplete that never
+// started (its endpoint's connection went away; the channel picks again):
+// releases its slot and takes it out of its locality's issued calls.
+void CallNotStarted(const PickResult& picked);
 
 // An immutable picker snapshot. Pick() runs on any thread, concurrently.
 class Picker {

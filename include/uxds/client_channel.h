@@ -38,6 +38,7 @@
 #include <utility>
 #include <vector>
 
+#include "uxds/load_reporting.h"
 #include "uxds/loop.h"
 #include "uxds/status.h"
 #include "uxds/task.h"
@@ -58,6 +59,9 @@ struct ChannelOptions {
   std::chrono::milliseconds min_connect_timeout{20000};
   // A56: the priority failover timer.
   std::chrono::milliseconds priority_failover_timeout{10000};
+  // Load reporting (LRS) to a Cluster's lrs_server: bounds of the report
+  // interval the server sets, reconnection backoff; tests shorten them.
+  LoadReportingOptions load_reporting;
 };
 
 struct CallOptions {

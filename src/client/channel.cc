@@ -14,6 +14,7 @@
 #include "lb/cluster_load_balancer.h"
 #include "lb/lb_policy.h"
 #include "runtime/host_resolver.h"
+#include "xds/lrs/load_reporting_client.h"
 #include "xds/routing/route_selection.h"
 
 namespace uxds {
@@ -102,6 +103,22 @@ struct Channel::Impl {
   bool shut_down = false;
   // Calls waiting for the next config or picker.
   std::vector<Event*> waiters;
+  // LRS streams of the clusters that name an lrs_server (made on first use).
+  std::unique_ptr<LoadReportingClient> load_reporting;
+
+  // A42: the counters of a cluster that reports load, else nullptr.
+  std::shared_ptr<ClusterLoadStats> LoadStatsFor(const std::string& name,
+                                                 const ClusterResource& cluster) {
+    if (!cluster.lrs_server.has_value() || xds_client == nullptr) return nullptr;
+    if (load_reporting == nullptr) {
+      load_reporting = std::make_unique<LoadReportingClient>(loop, xds_client->bootstrap().node,
+                                                             options.load_reporting);
+    }
+    // gRPC reports the EDS service name only when the Cluster sets one.
+    const auto* eds = std::get_if<ClusterResource::Eds>(&cluster.type);
+    return load_reporting->AddCluster(*cluster.lrs_server, name,
+                                      eds != nullptr ? eds->eds_service_name : "");
+  }
 
   void WakeWaiters() {
     for (Event* waiter : std::exchange(waiters, {})) waiter->Set();
@@ -158,6 +175,7 @@ struct Channel::Impl {
     if (const auto* endpoint_config =
             std::get_if<XdsConfig::ClusterConfig::EndpointConfig>(&cluster.children)) {
       state.note = endpoint_config->resolution_note;
+      state.lb->SetLoadStats(LoadStatsFor(name, *cluster.cluster));
       state.lb->Update(*cluster.cluster, endpoint_config->endpoints != nullptr
                                              ? *endpoint_config->endpoints
                                              : EndpointResource());
@@ -211,7 +229,11 @@ struct Channel::Impl {
     std::string peer;
     std::shared_ptr<SubchannelPool> pool;  // outlives `subchannel`
     SubchannelRef subchannel;
+    // What CallFinished() reports when the call ends; `counter` and
+    // `load_stats` keep what it points to alive.
+    PickResult call_end;
     std::shared_ptr<CallCounter> counter;
+    std::shared_ptr<ClusterLoadStats> load_stats;
   };
   Task<StatusOr<PickedEndpoint>> PickForCall(const std::string& method, const CallOptions& options,
                                              std::optional<Loop::Clock::time_point> deadline);
@@ -293,6 +315,7 @@ Task<void> Channel::Shutdown() {
   impl.clusters.clear();
   impl.WakeWaiters();
   co_await impl.subchannels->Shutdown();
+  if (impl.load_reporting != nullptr) co_await impl.load_reporting->Shutdown();
   impl.xds_client.reset();
 }
 
@@ -369,7 +392,7 @@ Task<StatusOr<Channel::Impl::PickedEndpoint>> Channel::Impl::PickForCall(
     args.hash = hash;
     args.headers = headers;
     Subchannel* subchannel = nullptr;
-    CallCounter* counter = nullptr;
+    PickResult call_end;  // what CallFinished() reports when the call ends
     PickResult::Kind kind;
     Status pick_status;
     bool drop = false;
@@ -379,7 +402,7 @@ Task<StatusOr<Channel::Impl::PickedEndpoint>> Channel::Impl::PickForCall(
       kind = picked.kind;
       if (kind == PickResult::Kind::kComplete) {
         subchannel = picked.endpoint->subchannel;
-        counter = picked.call_counter;
+        call_end = picked;
       } else if (kind == PickResult::Kind::kFail) {
         pick_status = *picked.status;
         drop = picked.drop;
@@ -396,7 +419,7 @@ Task<StatusOr<Channel::Impl::PickedEndpoint>> Channel::Impl::PickForCall(
     http2::ClientConnection* connection =
         subchannel != nullptr ? subchannel->connection() : nullptr;
     if (kind == PickResult::Kind::kQueue || connection == nullptr) {
-      if (counter != nullptr) CallEnded(counter);
+      CallNotStarted(call_end);
       const bool in_time = co_await WaitForChange(deadline);
       if (!in_time) {
         co_return DeadlineExceededError("deadline exceeded while waiting for an endpoint of " +
@@ -409,7 +432,9 @@ Task<StatusOr<Channel::Impl::PickedEndpoint>> Channel::Impl::PickForCall(
     picked.peer = subchannel->address();
     picked.pool = subchannels;
     picked.subchannel = SubchannelRef(subchannel);
-    if (counter != nullptr) picked.counter = cluster.lb->call_counter();
+    picked.call_end = call_end;
+    if (call_end.call_counter != nullptr) picked.counter = cluster.lb->call_counter();
+    if (call_end.locality_stats != nullptr) picked.load_stats = cluster.lb->load_stats();
     co_return picked;
   }
 }
@@ -431,7 +456,7 @@ Task<StatusOr<UnaryResponse>> Channel::UnaryCall(std::string method, std::string
   http2::Metadata metadata(options.metadata.begin(), options.metadata.end());
   StatusOr<std::string> response =
       co_await http2::UnaryCall(*picked->connection, method, request, metadata, deadline);
-  if (picked->counter != nullptr) CallEnded(picked->counter.get());
+  CallFinished(picked->call_end, response.ok());
   if (!response.ok()) co_return response.status();
   co_return UnaryResponse{*std::move(response), std::move(picked->peer)};
 }
@@ -447,7 +472,9 @@ Task<StatusOr<std::unique_ptr<ClientStream>>> Channel::StartStream(std::string m
   auto impl = std::make_unique<ClientStream::Impl>();
   impl->pool = std::move(picked->pool);
   impl->subchannel = std::move(picked->subchannel);
+  impl->call_end = picked->call_end;
   impl->counter = std::move(picked->counter);
+  impl->load_stats = std::move(picked->load_stats);
   impl->peer = std::move(picked->peer);
   impl->call = std::move(call);
   co_return std::make_unique<ClientStream>(std::move(impl));

@@ -1,6 +1,6 @@
 // ClientStream (include/uxds/client_channel.h): a streaming call on the
 // endpoint the channel picked; a thin layer over the HTTP/2 call that also
-// ends the call's A32 count when the call ends.
+// ends the call's A32 count and load report entry when the call ends.
 #include "client/client_stream_impl.h"
 
 namespace uxds {
@@ -18,13 +18,13 @@ Task<std::optional<std::string>> ClientStream::Read() { return impl_->call->Read
 
 Task<Status> ClientStream::Finish() {
   Status status = co_await impl_->call->Finish();
-  impl_->ReleaseCounter();
+  impl_->ReleaseCall(status.ok());
   co_return status;
 }
 
 void ClientStream::Cancel() {
   impl_->call->Cancel();
-  impl_->ReleaseCounter();
+  impl_->ReleaseCall(false);
 }
 
 const std::string& ClientStream::peer() const { return impl_->peer; }

@@ -12,6 +12,7 @@
 #include "lb/subchannel.h"
 #include "uxds/channel.h"
 #include "uxds/client_channel.h"
+#include "xds/lrs/load_stats.h"
 
 namespace uxds {
 
@@ -19,20 +20,29 @@ struct ClientStream::Impl {
   Impl() = default;
   ~Impl() {
     call.reset();  // before the connection it runs on may go
-    ReleaseCounter();
+    ReleaseCall(false);
   }
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
 
-  void ReleaseCounter() {
-    if (counter != nullptr) CallEnded(std::exchange(counter, nullptr).get());
+  // Ends the call's A32 count and counts it in its locality's load report
+  // (A42), once.
+  void ReleaseCall(bool ok) {
+    if (std::exchange(released, true)) return;
+    CallFinished(call_end, ok);
+    counter.reset();
+    load_stats.reset();
   }
 
   // Members in the order they must outlive each other.
   std::shared_ptr<SubchannelPool> pool;
   SubchannelRef subchannel;
-  // Null once released (or when the cluster counts no calls).
+  PickResult call_end;  // what ReleaseCall() reports
+  bool released = false;
+  // Keep what call_end points to alive until the call ends (null when the
+  // cluster counts no calls / reports no load).
   std::shared_ptr<CallCounter> counter;
+  std::shared_ptr<ClusterLoadStats> load_stats;
   std::string peer;
   std::unique_ptr<http2::ClientCall> call;
 };

@@ -2,22 +2,16 @@
 
 namespace uxds {
 
-unsigned CallCounter::ThreadShard() {
-  static std::atomic<unsigned> next{0};
-  thread_local const unsigned shard = next.fetch_add(1, std::memory_order_relaxed) % kShards;
-  return shard;
-}
-
 bool CallCounter::TryAcquire(uint32_t max_requests) {
   if (Load() >= static_cast<int64_t>(max_requests)) return false;
-  shards_[ThreadShard()].calls.fetch_add(1, std::memory_order_relaxed);
+  shards_[ThreadShardIndex()].calls.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
 // A call may end on another thread than the one that picked it: shards can
 // go negative; only the sum means anything.
 void CallCounter::Release() {
-  shards_[ThreadShard()].calls.fetch_sub(1, std::memory_order_relaxed);
+  shards_[ThreadShardIndex()].calls.fetch_sub(1, std::memory_order_relaxed);
 }
 
 int64_t CallCounter::Load() const {

@@ -10,14 +10,13 @@
 #include <atomic>
 #include <cstdint>
 
+#include "runtime/thread_shard.h"
 #include "uxds/channel.h"
 
 namespace uxds {
 
 class CallCounter {
  public:
-  static constexpr unsigned kShards = 16;
-
   // Counts one call unless `max_requests` are already counted.
   bool TryAcquire(uint32_t max_requests);
   void Release();
@@ -27,8 +26,7 @@ class CallCounter {
   struct alignas(64) Shard {
     std::atomic<int64_t> calls{0};
   };
-  static unsigned ThreadShard();
-  Shard shards_[kShards];
+  Shard shards_[kCounterShards];
 };
 
 }  // namespace uxds

@@ -54,6 +54,17 @@ void ClusterLoadBalancer::Update(const ClusterResource& cluster,
                                  const EndpointResource& endpoints) {
   max_requests_ = cluster.max_concurrent_requests;
   drops_ = endpoints.drop_overloads;
+  endpoint_localities_.clear();
+  for (const auto& priority : endpoints.priorities) {
+    for (const auto& locality : priority.localities) {
+      for (const auto& e : locality.endpoints) {
+        if (e.addresses.empty()) continue;
+        // The address as the subchannel spells it (what a pick returns).
+        auto address = SocketAddress::Parse(e.addresses.front());
+        if (address.ok()) endpoint_localities_.emplace_back(address->ToString(), locality.name);
+      }
+    }
+  }
   if (!have_tree_ || !(cluster.lb_policy == lb_config_)) {
     lb_config_ = cluster.lb_policy;
     LbPolicyOptions options = base_options_;
@@ -63,6 +74,21 @@ void ClusterLoadBalancer::Update(const ClusterResource& cluster,
     BuildTree(options);
   }
   priority_->Update(ToPriorities(endpoints));
+}
+
+void ClusterLoadBalancer::SetLoadStats(std::shared_ptr<ClusterLoadStats> stats) {
+  load_stats_ = std::move(stats);
+}
+
+ClusterLoadCounters ClusterLoadBalancer::LoadCounters() const {
+  ClusterLoadCounters counters;
+  if (load_stats_ == nullptr) return counters;
+  counters.cluster = load_stats_;
+  counters.localities.reserve(endpoint_localities_.size());
+  for (const auto& [address, locality] : endpoint_localities_) {
+    counters.localities.emplace_back(address, load_stats_->Locality(locality));
+  }
+  return counters;
 }
 
 void ClusterLoadBalancer::BuildTree(const LbPolicyOptions& options) {
@@ -99,7 +125,8 @@ void ClusterLoadBalancer::OnReport(ConnectivityState state, const Status& status
                                    std::shared_ptr<const Picker> picker) {
   state_ = state;
   status_ = status;
-  slot_.Publish(new ClusterImplPicker(drops_, counter_, max_requests_, std::move(picker)));
+  slot_.Publish(
+      new ClusterImplPicker(drops_, counter_, max_requests_, std::move(picker), LoadCounters()));
   ScheduleReclaim();
   if (observer_) observer_(state, status);
 }

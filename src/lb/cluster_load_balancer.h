@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "lb/call_counter.h"
+#include "lb/cluster_impl.h"
 #include "lb/lb_policy.h"
 #include "lb/priority.h"
 #include "lb/subchannel.h"
@@ -15,6 +16,7 @@
 #include "uxds/loop.h"
 #include "uxds/resources/cluster.h"
 #include "uxds/resources/endpoint.h"
+#include "xds/lrs/load_stats.h"
 
 namespace uxds {
 
@@ -33,6 +35,9 @@ class ClusterLoadBalancer {
   // the tree (subchannels are kept by the pool as long as a policy uses
   // them); otherwise the endpoints are passed down.
   void Update(const ClusterResource& cluster, const EndpointResource& endpoints);
+  // A42: from the next picker on, count calls per locality and drops into
+  // `stats` (the cluster's load report); nullptr stops counting.
+  void SetLoadStats(std::shared_ptr<ClusterLoadStats> stats);
 
   PickerSlot& picker_slot() { return slot_; }
   ConnectivityState state() const { return state_; }
@@ -44,6 +49,9 @@ class ClusterLoadBalancer {
   // The counter this cluster's picks count calls on (PickResult::call_counter):
   // a call holds it, so ending the call stays safe after the cluster is gone.
   std::shared_ptr<CallCounter> call_counter() const { return counter_; }
+  // The load report counters picks count on (PickResult::locality_stats),
+  // or nullptr: a call keeps them, as it keeps the counter.
+  std::shared_ptr<ClusterLoadStats> load_stats() const { return load_stats_; }
   const PriorityPolicy* priority() const { return priority_.get(); }
 
   // A27: usable endpoints (HEALTHY / UNKNOWN) of each priority, as the
@@ -56,6 +64,7 @@ class ClusterLoadBalancer {
   void OnReport(ConnectivityState state, const Status& status,
                 std::shared_ptr<const Picker> picker);
   void ScheduleReclaim();
+  ClusterLoadCounters LoadCounters() const;
 
   Loop& loop_;
   std::shared_ptr<SubchannelPool> pool_;
@@ -67,6 +76,9 @@ class ClusterLoadBalancer {
   std::shared_ptr<CallCounter> counter_ = std::make_shared<CallCounter>();
   uint32_t max_requests_ = ClusterResource::kDefaultMaxConcurrentRequests;
   std::vector<EndpointResource::DropCategory> drops_;
+  std::shared_ptr<ClusterLoadStats> load_stats_;
+  // Each endpoint address with its locality, for the load report.
+  std::vector<std::pair<std::string, LocalityName>> endpoint_localities_;
   PickerSlot slot_;
   Timer reclaim_timer_;
   ConnectivityState state_ = ConnectivityState::kIdle;

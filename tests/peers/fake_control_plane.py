@@ -46,6 +46,9 @@ stream id, or absent for the most recently opened stream still open):
   {"cmd":"ignore_requests","ignore":true,"type_url":T}   T absent: all types
   {"cmd":"delay_responses","delay_ms":N}                 automatic answers only
   {"cmd":"streams"} -> {"ok":true,"streams":[open stream ids]}
+  {"cmd":"lrs_send","stream":S,"data_b64":B}   one LoadStatsResponse (any bytes)
+      on an LRS stream (S absent: the most recently opened one still open)
+  {"cmd":"lrs_close_stream","stream":S,"code":14,"message":".."}
   {"cmd":"ping"}
 Errors: {"ok":false,"error":"..."}.
 
@@ -61,6 +64,15 @@ Event lines, written whenever something happens:
   {"event":"violation","stream":S,"message":..}
       a request broke a rule of the protocol (tests/peers/ads_request_checker.py);
       written right after that request's event.
+  {"event":"lrs_stream_opened","stream":S}
+  {"event":"lrs_request","stream":S,"data_b64":B}   one LoadStatsRequest, as sent
+  {"event":"lrs_stream_closed","stream":S,"closed_by":"server"|"peer"}
+
+It also serves envoy.service.load_stats.v3.LoadReportingService/
+StreamLoadStats (LRS) as a fake load reporting server: requests are passed
+to the test as bytes, responses are the test's bytes (lrs_send). LRS
+streams have ids of their own kind and are not ADS streams to any command
+above.
 """
 
 import argparse
@@ -85,6 +97,7 @@ from ads_request_checker import RequestChecker  # noqa: E402
 
 PROTO_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "proto")
 ADS_METHOD = "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"
+LRS_METHOD = "/envoy.service.load_stats.v3.LoadReportingService/StreamLoadStats"
 RESOURCE_WRAPPER_TYPE_URL = "type.googleapis.com/envoy.service.discovery.v3.Resource"
 # One pool thread per open stream plus the ones answering new calls.
 MAX_STREAMS = 64
@@ -231,6 +244,20 @@ class Stream:
         self.auto_sent = {}  # type_url -> (store generation, names) last answered
 
 
+def _responses(stream, context):
+    """A call's responses: the stream's outbox until the call is over or closed."""
+    while True:
+        item = stream.outbox.get()
+        if item is None:
+            return
+        if item is _CLOSE:
+            code, message = stream.close_status
+            context.set_code(code)
+            context.set_details(message)
+            return
+        yield item
+
+
 class ResourceStore:
     def __init__(self, generation, version, resources, resource_errors):
         self.generation = generation
@@ -253,6 +280,40 @@ class ControlPlane:
         self.ignored_types = set()
         self.delay_s = 0.0
         self.checker = RequestChecker()
+        self.lrs_streams = {}  # id -> Stream, oldest first
+
+    # --- the LRS call: bytes in, bytes out, the test decides ---
+
+    def stream_load_stats(self, request_iterator, context):
+        with self.lock:
+            stream = Stream(next(self.stream_ids))
+            self.lrs_streams[stream.id] = stream
+        if not context.add_callback(lambda: self._on_lrs_call_done(stream)):
+            self._on_lrs_call_done(stream)
+            return
+        self.output.emit({"event": "lrs_stream_opened", "stream": stream.id})
+        threading.Thread(
+            target=self._read_lrs_requests, args=(stream, request_iterator), name=f"lrs-{stream.id}", daemon=True
+        ).start()
+        yield from _responses(stream, context)
+
+    def _read_lrs_requests(self, stream, request_iterator):
+        try:
+            for request in request_iterator:
+                data = base64.b64encode(request).decode()
+                self.output.emit({"event": "lrs_request", "stream": stream.id, "data_b64": data})
+        except grpc.RpcError:
+            pass
+        except Exception:
+            traceback.print_exc()
+
+    def _on_lrs_call_done(self, stream):
+        with self.lock:
+            stream.open = False
+            self.lrs_streams.pop(stream.id, None)
+        stream.outbox.put(None)
+        closed_by = "server" if stream.close_status is not None else "peer"
+        self.output.emit({"event": "lrs_stream_closed", "stream": stream.id, "closed_by": closed_by})
 
     # --- the ADS call ---
 
@@ -270,16 +331,7 @@ class ControlPlane:
         threading.Thread(
             target=self._read_requests, args=(stream, request_iterator), name=f"stream-{stream.id}", daemon=True
         ).start()
-        while True:
-            item = stream.outbox.get()
-            if item is None:
-                return
-            if item is _CLOSE:
-                code, message = stream.close_status
-                context.set_code(code)
-                context.set_details(message)
-                return
-            yield item
+        yield from _responses(stream, context)
 
     def _read_requests(self, stream, request_iterator):
         try:
@@ -353,15 +405,16 @@ class ControlPlane:
                 if type_url is None or subscribed == type_url:
                     self._maybe_answer(stream, subscribed)
 
-    def _stream(self, command):
+    def _stream(self, command, streams=None):
         """The stream a command names, or the most recently opened one still open."""
+        streams = self.streams if streams is None else streams
         stream_id = command.get("stream")
         if stream_id is None:
-            open_streams = [s for s in self.streams.values() if s.open]
+            open_streams = [s for s in streams.values() if s.open]
             if not open_streams:
                 raise CommandError("no open stream")
             return open_streams[-1]
-        stream = self.streams.get(stream_id)
+        stream = streams.get(stream_id)
         if stream is None or not stream.open:
             raise CommandError(f"stream {stream_id} is not open")
         return stream
@@ -393,6 +446,16 @@ class ControlPlane:
     def cmd_send_raw(self, command):
         stream = self._stream(command)
         self._enqueue(stream, _b64(command, "data_b64"), {"raw": True, "auto": False})
+        return {"stream": stream.id}
+
+    def cmd_lrs_send(self, command):
+        stream = self._stream(command, self.lrs_streams)
+        stream.outbox.put(_b64(command, "data_b64"))
+        return {"stream": stream.id}
+
+    def cmd_lrs_close_stream(self, command):
+        stream = self._stream(command, self.lrs_streams)
+        self._close(stream, command)
         return {"stream": stream.id}
 
     def _close(self, stream, command):
@@ -482,8 +545,17 @@ class Server:
             response_serializer=lambda data: data,  # responses are serialized already
         )
         service, method = ADS_METHOD[1:].split("/")
+        lrs_handler = grpc.stream_stream_rpc_method_handler(
+            self.control_plane.stream_load_stats,
+            request_deserializer=None,  # the test decodes the bytes
+            response_serializer=lambda data: data,
+        )
+        lrs_service, lrs_method = LRS_METHOD[1:].split("/")
         self.grpc_server.add_generic_rpc_handlers(
-            [grpc.method_handlers_generic_handler(service, {method: handler})]
+            [
+                grpc.method_handlers_generic_handler(service, {method: handler}),
+                grpc.method_handlers_generic_handler(lrs_service, {lrs_method: lrs_handler}),
+            ]
         )
         if args.tls_cert:
             credentials = server_credentials(args.tls_cert, args.tls_key, args.client_ca)

@@ -297,6 +297,15 @@ FakeControlPlane::LineKind FakeControlPlane::ReadLineAndDispatch(milliseconds ti
     pending_opened_.push_back(index);
   } else if (event.kind == "stream_closed") {
     pending_closed_.push_back(index);
+  } else if (event.kind == "lrs_stream_opened") {
+    pending_lrs_opened_.push_back(index);
+  } else if (event.kind == "lrs_stream_closed") {
+    pending_lrs_closed_.push_back(index);
+  } else if (event.kind == "lrs_request") {
+    std::optional<std::string> bytes = Base64Decode(StringField(parsed, "data_b64"));
+    if (!bytes.has_value()) ADD_FAILURE() << "lrs_request that is not base64: " << event.json;
+    event.lrs_request = bytes.value_or("");
+    pending_lrs_requests_.push_back(index);
   } else if (event.kind == "violation") {
     violations_.push_back(StringField(parsed, "message"));
   }
@@ -481,14 +490,22 @@ std::optional<ObservedRequest> FakeControlPlane::NextRequest(milliseconds timeou
 std::optional<int64_t> FakeControlPlane::TakeStreamEvent(std::vector<size_t>& pending,
                                                          milliseconds timeout,
                                                          std::optional<int64_t> stream) {
+  std::optional<size_t> index = TakeEvent(pending, timeout, stream);
+  if (!index.has_value()) return std::nullopt;
+  return events_[*index].stream;
+}
+
+std::optional<size_t> FakeControlPlane::TakeEvent(std::vector<size_t>& pending,
+                                                  milliseconds timeout,
+                                                  std::optional<int64_t> stream) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   size_t scanned = 0;
   while (true) {
     for (; scanned < pending.size(); ++scanned) {
-      int64_t id = events_[pending[scanned]].stream;
-      if (!stream || *stream == id) {
+      const size_t index = pending[scanned];
+      if (!stream || *stream == events_[index].stream) {
         pending.erase(pending.begin() + static_cast<ptrdiff_t>(scanned));
-        return id;
+        return index;
       }
     }
     std::string ignored_reply;
@@ -504,6 +521,35 @@ std::optional<int64_t> FakeControlPlane::WaitForStreamOpened(milliseconds timeou
 std::optional<int64_t> FakeControlPlane::WaitForStreamClosed(milliseconds timeout,
                                                              std::optional<int64_t> stream) {
   return TakeStreamEvent(pending_closed_, timeout, stream);
+}
+
+std::optional<ObservedLrsRequest> FakeControlPlane::NextLrsRequest(milliseconds timeout,
+                                                                   std::optional<int64_t> stream) {
+  std::optional<size_t> index = TakeEvent(pending_lrs_requests_, timeout, stream);
+  if (!index.has_value()) return std::nullopt;
+  return ObservedLrsRequest{events_[*index].stream, events_[*index].lrs_request};
+}
+
+std::optional<int64_t> FakeControlPlane::WaitForLrsStreamOpened(milliseconds timeout) {
+  return TakeStreamEvent(pending_lrs_opened_, timeout, std::nullopt);
+}
+
+std::optional<int64_t> FakeControlPlane::WaitForLrsStreamClosed(milliseconds timeout,
+                                                                std::optional<int64_t> stream) {
+  return TakeStreamEvent(pending_lrs_closed_, timeout, stream);
+}
+
+bool FakeControlPlane::SendLrsResponse(const std::string& bytes, std::optional<int64_t> stream) {
+  json command = {{"cmd", "lrs_send"}, {"data_b64", Base64Encode(bytes)}};
+  SetStream(command, stream);
+  return Command(command.dump()).has_value();
+}
+
+bool FakeControlPlane::CloseLrsStream(int code, const std::string& message,
+                                      std::optional<int64_t> stream) {
+  json command = {{"cmd", "lrs_close_stream"}, {"code", code}, {"message", message}};
+  SetStream(command, stream);
+  return Command(command.dump()).has_value();
 }
 
 const std::vector<ObservedEvent>& FakeControlPlane::events() {

@@ -176,8 +176,15 @@ struct ObservedEvent {
   std::string type_url;
   std::string version_info;
   std::string nonce;
-  bool automatic = false;  // sent by the resource store, not by SendResponse
-  std::string json;        // the whole event line
+  bool automatic = false;   // sent by the resource store, not by SendResponse
+  std::string json;         // the whole event line
+  std::string lrs_request;  // kind == "lrs_request": the LoadStatsRequest bytes
+};
+
+// One LoadStatsRequest an LRS stream carried (bytes, for the test to parse).
+struct ObservedLrsRequest {
+  int64_t stream = 0;
+  std::string bytes;
 };
 
 class FakeControlPlane {
@@ -256,6 +263,21 @@ class FakeControlPlane {
   std::optional<int64_t> WaitForStreamOpened(std::chrono::milliseconds timeout);
   std::optional<int64_t> WaitForStreamClosed(std::chrono::milliseconds timeout,
                                              std::optional<int64_t> stream = std::nullopt);
+  // --- Load reporting (LRS) ---------------------------------------------
+  // The control plane also serves LoadReportingService/StreamLoadStats on
+  // the same port. LRS stream ids are not ADS stream ids: the methods
+  // above never name an LRS stream, these only LRS streams.
+  std::optional<ObservedLrsRequest> NextLrsRequest(std::chrono::milliseconds timeout,
+                                                   std::optional<int64_t> stream = std::nullopt);
+  std::optional<int64_t> WaitForLrsStreamOpened(std::chrono::milliseconds timeout);
+  std::optional<int64_t> WaitForLrsStreamClosed(std::chrono::milliseconds timeout,
+                                                std::optional<int64_t> stream = std::nullopt);
+  // One LoadStatsResponse (any bytes) on the LRS stream (nullopt: the most
+  // recently opened one still open).
+  bool SendLrsResponse(const std::string& bytes, std::optional<int64_t> stream = std::nullopt);
+  bool CloseLrsStream(int code, const std::string& message,
+                      std::optional<int64_t> stream = std::nullopt);
+
   // Every event seen so far, in order (reads what has arrived without waiting).
   const std::vector<ObservedEvent>& events();
   // Requests seen so far (returned by NextRequest or not), in order.
@@ -285,6 +307,10 @@ class FakeControlPlane {
   std::optional<int64_t> TakeStreamEvent(std::vector<size_t>& pending,
                                          std::chrono::milliseconds timeout,
                                          std::optional<int64_t> stream);
+  // The index into events_ of the oldest pending event (of `stream`, if
+  // set), taken off `pending`.
+  std::optional<size_t> TakeEvent(std::vector<size_t>& pending, std::chrono::milliseconds timeout,
+                                  std::optional<int64_t> stream);
 
   CommandedSubprocess peer_;
   uint16_t port_ = 0;
@@ -297,6 +323,9 @@ class FakeControlPlane {
   std::vector<size_t> pending_requests_;
   std::vector<size_t> pending_opened_;
   std::vector<size_t> pending_closed_;
+  std::vector<size_t> pending_lrs_requests_;
+  std::vector<size_t> pending_lrs_opened_;
+  std::vector<size_t> pending_lrs_closed_;
 };
 
 template <typename Predicate>

@@ -1,0 +1,28 @@
+// Connecting to an xDS server (server_uri and channel_creds of the
+// bootstrap): shared by the ADS streams and the load reporting (LRS)
+// streams, which open their own connection to the same server with the
+// same credentials.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "http2/client_connection.h"
+#include "runtime/host_resolver.h"
+#include "tls/tls_context.h"
+#include "uxds/bootstrap.h"
+#include "uxds/loop.h"
+#include "uxds/task.h"
+#include "uxds/xds_client.h"
+
+namespace uxds::xds_internal {
+
+// Resolves server_uri off the loop and connects to each address in the
+// resolver's order until one works. `tls_context` caches the client TLS
+// context of "tls" credentials across calls (made on first use).
+Task<StatusOr<std::unique_ptr<http2::ClientConnection>>> ConnectToXdsServer(
+    Loop& loop, HostResolver& resolver, const XdsServerConfig& server,
+    const XdsClientOptions& options, size_t max_receive_message_size,
+    std::shared_ptr<TlsClientContext>& tls_context);
+
+}  // namespace uxds::xds_internal
