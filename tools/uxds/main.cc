@@ -11,6 +11,8 @@ namespace uxds::tool {
 namespace {
 
 const Command kCommands[] = {
+    {"csds", "print the xDS client status (CSDS) of a running uxds process as a table or JSON",
+     RunCsds},
     {"demo", "run the demo on loopback: uxds servers and clients with gRPC peers", RunDemo},
     {"fcm", "print the filter chain an xDS-enabled server's Listener gives each connection",
      RunFcm},
