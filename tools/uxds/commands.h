@@ -17,6 +17,7 @@ struct Command {
   int (*run)(const std::vector<std::string>& args);
 };
 
+int RunControlPlane(const std::vector<std::string>& args);
 int RunCsds(const std::vector<std::string>& args);
 int RunDemo(const std::vector<std::string>& args);
 int RunFcm(const std::vector<std::string>& args);

@@ -16,14 +16,14 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "commands.h"
-#include "common/subprocess.h"
+#include "json_converter.h"
 #include "json_lines.h"
 #include "runtime/socket_address.h"
 #include "server/filter_chain_matcher.h"
-#include "tool_config.h"
 #include "uxds/status.h"
 #include "uxds/xds_resources.h"
 
@@ -49,75 +49,40 @@ constexpr const char* kUsage =
     "  source_port           0 to 65535\n"
     "  dest_port             0 to 65535, optional (A36: never used for matching)\n"
     "\n"
-    "Needs /usr/bin/python3 with python3-protobuf to read the proto3 JSON.\n"
+    "Reads the proto3 JSON with uxds-json-to-proto (installed with uxds).\n"
     "Exit status: 0 after the last line (a bad line does not stop it), 1 if FILE\n"
     "cannot be read or the JSON converter failed (each line then gets an error),\n"
     "2 on a usage error.\n";
 
-constexpr const char* kPython = "/usr/bin/python3";
-constexpr const char* kConverterScript = UXDS_SOURCE_ROOT "/tools/proto/json_lines_to_proto.py";
 constexpr std::string_view kListenerTypeUrl =
     "type.googleapis.com/envoy.config.listener.v3.Listener";
-// A huge Listener takes python a while; a dead converter ends the wait sooner.
-constexpr auto kConverterTimeout = std::chrono::seconds(120);
 
-// Proto3 JSON -> serialized Listener, through a python3-protobuf child that
-// lives as long as the command.
+// Proto3 JSON -> serialized Listener, through uxds-json-to-proto
+// (json_converter.h), a child that lives as long as the command.
 class ListenerJsonConverter {
  public:
   // True once the converter could not be started or stopped answering.
   bool failed() const { return failed_; }
 
   StatusOr<std::string> ToBytes(const Json& listener) {
-    if (failed_) return Failed();
-    if (!converter_.has_value()) {
-      try {
-        converter_ = Subprocess::Start({kPython, kConverterScript, UXDS_RESOURCE_DESCRIPTORS,
-                                        "envoy.config.listener.v3.Listener"},
-                                       {}, /*pipe_stdin=*/true);
-      } catch (const std::exception&) {
-        return Failed();
-      }
+    if (failed_) return failed_status_;
+    StatusOr<JsonConverter::Result> result =
+        converter_.Convert(listener.dump(-1, ' ', false, Json::error_handler_t::replace));
+    if (!result.ok()) {
+      failed_ = true;
+      failed_status_ = result.status();
+      return failed_status_;
     }
-    if (!converter_->WriteLine(listener.dump(-1, ' ', false, Json::error_handler_t::replace))) {
-      return Failed();
+    if (const auto* error = std::get_if<JsonTextError>(&*result)) {
+      return InvalidArgumentError("listener: not a Listener in proto3 JSON: " + error->message);
     }
-    const std::optional<std::string> reply = converter_->ReadLine(kConverterTimeout);
-    if (!reply.has_value()) return Failed();
-    converter_->ClearLines();
-    if (reply->rfind("error ", 0) == 0) {
-      return InvalidArgumentError("listener: not a Listener in proto3 JSON: " + reply->substr(6));
-    }
-    if (reply->rfind("ok ", 0) != 0) return InternalError("converter: " + *reply);
-    return HexToBytes(std::string_view(*reply).substr(3));
+    return std::get<ConvertedMessage>(*std::move(result)).value;
   }
 
  private:
-  static StatusOr<std::string> HexToBytes(std::string_view hex) {
-    auto nibble = [](char c) -> int {
-      if (c >= '0' && c <= '9') return c - '0';
-      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-      return -1;
-    };
-    std::string bytes;
-    bytes.reserve(hex.size() / 2);
-    for (size_t i = 0; i + 1 < hex.size(); i += 2) {
-      const int high = nibble(hex[i]), low = nibble(hex[i + 1]);
-      if (high < 0 || low < 0) return InternalError("converter: not hex");
-      bytes.push_back(static_cast<char>(high * 16 + low));
-    }
-    if (hex.size() % 2 != 0) return InternalError("converter: odd hex length");
-    return bytes;
-  }
-
-  Status Failed() {
-    failed_ = true;
-    return InternalError(std::string("the proto3 JSON converter (") + kPython + " " +
-                         kConverterScript + ") failed: is python3-protobuf installed?");
-  }
-
-  std::optional<Subprocess> converter_;
+  JsonConverter converter_{{"envoy.config.listener.v3.Listener"}};
   bool failed_ = false;
+  Status failed_status_;
 };
 
 StatusOr<uint16_t> GetPort(const Json& connection, const char* key) {

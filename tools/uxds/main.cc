@@ -11,6 +11,9 @@ namespace uxds::tool {
 namespace {
 
 const Command kCommands[] = {
+    {"control-plane",
+     "an ADS management server serving xDS resources from JSON files in a directory",
+     RunControlPlane},
     {"csds", "print the xDS client status (CSDS) of a running uxds process as a table or JSON",
      RunCsds},
     {"demo", "run the demo on loopback: uxds servers and clients with gRPC peers", RunDemo},

@@ -1,0 +1,240 @@
+// `uxds control-plane --dir DIR --listen ADDR`: an ADS (State of the World)
+// management server on the uxds HTTP/2 server, serving the resources in DIR
+// (control_plane_snapshot.h) and reloading them when a file changes.
+//
+// stdout carries JSON lines, the contract scripts and the demo rely on:
+//   {"event":"listening","address":"127.0.0.1:PORT"}    first, once serving
+//   {"event":"snapshot","version":"N","resources":K}    per (re)load
+//   {"event":"file_error","path":"...","line":L,"message":"..."}
+//   {"event":"request","type":"...","names":[...],"version":"...","nonce":"...",
+//    "nack":"..."}                                       per DiscoveryRequest
+// Runs until SIGINT / SIGTERM.
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli.h"
+#include "commands.h"
+#include "control_plane_ads.h"
+#include "control_plane_snapshot.h"
+#include "http2/server.h"
+#include "json_converter.h"
+#include "json_line_printer.h"
+#include "runtime/socket_address.h"
+#include "uxds/loop.h"
+
+namespace uxds::tool {
+namespace {
+
+constexpr char kCommand[] = "uxds control-plane";
+// How long Shutdown() lets open streams finish after SIGINT / SIGTERM.
+constexpr auto kShutdownGrace = std::chrono::milliseconds(500);
+
+void PrintLoadEvents(JsonLinePrinter& printer, const DirectoryLoad& load) {
+  for (const FileError& error : load.errors) {
+    printer.Print({{"event", "file_error"},
+                   {"path", error.path},
+                   {"line", error.line},
+                   {"message", error.message}});
+  }
+  if (load.snapshot != nullptr) {
+    printer.Print({{"event", "snapshot"},
+                   {"version", load.snapshot->version},
+                   {"resources", load.snapshot->resource_count()}});
+  }
+}
+
+// Reloads DIR off the loop (the converter blocks) whenever its fingerprint
+// changes, and hands each good snapshot to the loop.
+class DirectoryWatcher {
+ public:
+  DirectoryWatcher(std::string dir, std::chrono::milliseconds poll_interval,
+                   JsonConverter& converter, JsonLinePrinter& printer,
+                   std::function<void(std::shared_ptr<const Snapshot>)> publish)
+      : dir_(std::move(dir)),
+        poll_interval_(poll_interval),
+        converter_(converter),
+        printer_(printer),
+        publish_(std::move(publish)) {}
+  ~DirectoryWatcher() { Stop(); }
+
+  // The first load, on the caller's thread. An error when DIR cannot be read
+  // or the converter cannot run.
+  StatusOr<DirectoryLoad> LoadFirst() {
+    StatusOr<std::string> fingerprint = DirectoryFingerprint(dir_);
+    if (!fingerprint.ok()) return fingerprint.status();
+    fingerprint_ = *fingerprint;
+    StatusOr<DirectoryLoad> load = LoadDirectory(dir_, converter_);
+    if (load.ok() && load->snapshot != nullptr) load->snapshot->version = NextVersion();
+    return load;
+  }
+
+  void Start() {
+    thread_ = std::thread([this] { Poll(); });
+  }
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    stop_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::string NextVersion() { return std::to_string(++last_version_); }
+
+  void Poll() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!stop_.wait_for(lock, poll_interval_, [this] { return stopping_; })) {
+      lock.unlock();
+      ReloadIfChanged();
+      lock.lock();
+    }
+  }
+
+  void ReloadIfChanged() {
+    StatusOr<std::string> fingerprint = DirectoryFingerprint(dir_);
+    if (!fingerprint.ok()) {
+      if (fingerprint.status().message() != last_problem_) {
+        last_problem_ = fingerprint.status().message();
+        std::fprintf(stderr, "%s: %s\n", kCommand, last_problem_.c_str());
+      }
+      return;
+    }
+    if (*fingerprint == fingerprint_) return;
+    StatusOr<DirectoryLoad> load = LoadDirectory(dir_, converter_);
+    if (!load.ok()) {
+      // The converter failed: try again on the next poll.
+      std::fprintf(stderr, "%s: reloading %s: %s\n", kCommand, dir_.c_str(),
+                   load.status().ToString().c_str());
+      return;
+    }
+    fingerprint_ = *fingerprint;
+    last_problem_.clear();
+    if (load->snapshot != nullptr) load->snapshot->version = NextVersion();
+    PrintLoadEvents(printer_, *load);
+    if (load->snapshot != nullptr) publish_(std::move(load->snapshot));
+  }
+
+  const std::string dir_;
+  const std::chrono::milliseconds poll_interval_;
+  JsonConverter& converter_;
+  JsonLinePrinter& printer_;
+  const std::function<void(std::shared_ptr<const Snapshot>)> publish_;
+  std::string fingerprint_;
+  std::string last_problem_;
+  uint64_t last_version_ = 0;
+  std::thread thread_;
+  std::mutex mutex_;
+  std::condition_variable stop_;
+  bool stopping_ = false;
+};
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "%s: %s\n", kCommand, message.c_str());
+  return kExitRuntimeError;
+}
+
+}  // namespace
+
+int RunControlPlane(const std::vector<std::string>& args) {
+  CLI::App app{
+      "An ADS (State of the World) management server serving the xDS resources in DIR:\n"
+      "one proto3 JSON resource per DIR/*.json file (with its \"@type\"), TP3 errors\n"
+      "from DIR/errors.json; reloaded when a file changes. JSON lines on stdout\n"
+      "(listening, snapshot, file_error, request). Runs until SIGINT/SIGTERM.",
+      "uxds control-plane"};
+  std::string dir;
+  std::string listen;
+  int poll_ms = 200;
+  app.add_option("--dir", dir, "directory of resource files")->required();
+  app.add_option("--listen", listen, "address to serve on: 127.0.0.1:0, [::1]:18000 (port 0: any)")
+      ->required();
+  app.add_option("--poll-ms", poll_ms, "how often DIR is checked for changes, in ms")
+      ->check(CLI::Range(10, 60000));
+  if (auto rc = ParseCommandLine(app, args)) return *rc;
+  StatusOr<SocketAddress> address = SocketAddress::Parse(listen);
+  if (!address.ok()) {
+    std::fprintf(stderr, "%s: --listen: %s\nrun `%s --help` for usage\n", kCommand,
+                 address.status().message().c_str(), kCommand);
+    return kExitUsage;
+  }
+  // A converter that died shows up as a failed write, not as SIGPIPE.
+  signal(SIGPIPE, SIG_IGN);
+  // Signals are taken by sigwait below, not by a handler on some thread.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  JsonLinePrinter printer;
+  JsonConverter converter(ServedMessageTypes());
+  std::unique_ptr<AggregatedDiscoveryService> ads;
+  Loop* loop = nullptr;
+  DirectoryWatcher watcher(dir, std::chrono::milliseconds(poll_ms), converter, printer,
+                           [&ads, &loop](std::shared_ptr<const Snapshot> snapshot) {
+                             loop->Post([&ads, snapshot = std::move(snapshot)]() mutable {
+                               ads->Publish(std::move(snapshot));
+                             });
+                           });
+  StatusOr<DirectoryLoad> first = watcher.LoadFirst();
+  if (!first.ok()) return Fail(first.status().message());
+
+  auto control = LoopThread::Start();
+  if (!control.ok()) return Fail(control.status().ToString());
+  loop = &(*control)->loop();
+  std::unique_ptr<http2::Server> server;
+  Status started;
+  (*control)->RunSync([&] {
+    ads = std::make_unique<AggregatedDiscoveryService>(*loop, printer);
+    if (first->snapshot != nullptr) ads->Publish(first->snapshot);
+    auto registry = std::make_shared<http2::ServiceRegistry>();
+    ads->Register(*registry);
+    http2::ServerOptions options;
+    options.max_receive_message_size = kMaxRequestBytes;
+    auto listening = http2::Server::Listen(*loop, *address, std::move(registry), options);
+    if (!listening.ok()) {
+      started = listening.status();
+      return;
+    }
+    server = *std::move(listening);
+    loop->Spawn(server->Serve());
+  });
+  if (!started.ok()) {
+    (*control)->RunSync([&] { ads.reset(); });
+    return Fail("cannot listen on " + listen + ": " + started.message());
+  }
+  printer.Print({{"event", "listening"}, {"address", server->local_address().ToString()}});
+  PrintLoadEvents(printer, *first);
+  watcher.Start();
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  watcher.Stop();
+  std::promise<void> stopped;
+  (*control)->RunSync([&] {
+    loop->Spawn([](http2::Server& s, std::promise<void>& done) -> Task<void> {
+      co_await s.Shutdown(kShutdownGrace);
+      done.set_value();
+    }(*server, stopped));
+  });
+  stopped.get_future().wait();
+  (*control)->RunSync([&] {
+    server.reset();
+    ads.reset();
+  });
+  return kExitOk;
+}
+
+}  // namespace uxds::tool
