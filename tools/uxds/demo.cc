@@ -107,6 +107,8 @@ class Demo {
   Task<Status> Prepare();
   // After a failure: the children's stderr stays for a look.
   void KeepLogs() {
+    std::error_code error;
+    if (std::filesystem::is_empty(scratch_.path(), error) || error) return;  // nothing ran
     std::fprintf(stderr, "uxds demo: the servers' and the control plane's logs are in %s\n",
                  scratch_.path().c_str());
     scratch_.Keep();

@@ -56,8 +56,8 @@ void DemoProcesses::DrainControlPlane() {
   while (std::optional<std::string> line = control_plane_->ReadLine(0ms)) {
     const Json event = ParseLine(*line);
     const std::string kind = event.is_object() ? event.value("event", "") : "";
-    if (kind == "snapshot") ++snapshots_;
     if (kind == "file_error") file_errors_.push_back(*line);
+    if (kind == "listening") address_ = event.value("address", "");
   }
   control_plane_->ClearLines();  // request lines add up over a long run
 }
@@ -66,25 +66,10 @@ Task<StatusOr<std::string>> DemoProcesses::StartControlPlane(const std::string& 
   control_plane_.emplace(
       Subprocess::Start({self_, "control-plane", "--dir", dir, "--listen", "127.0.0.1:0"}, {},
                         /*pipe_stdin=*/false, log_dir_ + "/control-plane.log"));
-  std::string address;
-  auto listening = [&] {
-    // The first line, once it listens; file errors may come before it.
-    while (std::optional<std::string> line = control_plane_->ReadLine(0ms)) {
-      const Json event = ParseLine(*line);
-      if (!event.is_object()) continue;
-      if (event.value("event", "") == "file_error") file_errors_.push_back(*line);
-      if (event.value("event", "") == "snapshot") ++snapshots_;
-      if (event.value("event", "") == "listening") address = event.value("address", "");
-    }
-    return !address.empty() || !control_plane_->running();
-  };
-  // PollUntil drains the control plane too: check before it does.
-  const auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
-  while (!listening() && std::chrono::steady_clock::now() < deadline) {
-    const Status slept = co_await SleepFor(loop_, kPollInterval);
-    if (!slept.ok()) break;
-  }
-  if (!address.empty()) co_return address;
+  // File errors may come before the "listening" line.
+  auto listening = [&] { return !address_.empty() || !control_plane_->running(); };
+  (void)co_await PollUntil(listening, kStartTimeout);
+  if (!address_.empty()) co_return address_;
   std::string why = control_plane_->running()
                         ? "no \"listening\" line after 20 s"
                         : "it exited with status " + std::to_string(control_plane_->Wait(1s));

@@ -39,8 +39,7 @@ class DemoProcesses {
   // SIGTERM (a short drain) and wait for each to exit.
   Task<Status> StopServers(const std::vector<DemoEndpoint>& endpoints);
 
-  // What the control plane said so far: snapshots loaded and file errors.
-  int snapshots() const { return snapshots_; }
+  // The file errors the control plane reported so far.
   const std::vector<std::string>& file_errors() const { return file_errors_; }
 
   static constexpr std::chrono::seconds kStartTimeout{20};
@@ -57,7 +56,7 @@ class DemoProcesses {
   const std::string log_dir_;
   std::optional<Subprocess> control_plane_;
   std::map<std::string, Subprocess> servers_;  // by endpoint name
-  int snapshots_ = 0;
+  std::string address_;                        // the control plane's, from its "listening" line
   std::vector<std::string> file_errors_;
 };
 
