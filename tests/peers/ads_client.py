@@ -4,6 +4,7 @@ ours, used to check the fake control plane (fake_control_plane_selftest).
 
   /usr/bin/python3 tests/peers/ads_client.py --target 127.0.0.1:PORT
       [--ca ca.pem [--client-cert c.pem --client-key c.key]] [--command-fd N]
+      [--check-sotw-responses]
 
 Prints `READY` once the channel exists, then reads commands (one JSON
 object per line, from stdin or file descriptor N), answers each with one
@@ -25,6 +26,9 @@ Event lines:
    "resource_errors":[{"name":..,"code":N,"message":..}]}
   {"event":"response","call":C,"undecodable_b64":..}   not a DiscoveryResponse
   {"event":"call_ended","call":C,"code":N,"details":..}
+  {"event":"violation","call":C,"message":..}   with --check-sotw-responses:
+                                       a response broke a rule of
+                                       sotw_response_checker.py
 """
 
 import argparse
@@ -41,6 +45,7 @@ import grpc  # noqa: E402
 from google.protobuf import message as protobuf_message  # noqa: E402
 
 import protoload  # noqa: E402
+from sotw_response_checker import SotwResponseChecker  # noqa: E402
 
 PROTO_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "proto")
 ADS_METHOD = "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"
@@ -98,8 +103,9 @@ def response_event(call_id, data):
 
 
 class Call:
-    def __init__(self, call_id, method, wait_for_ready):
+    def __init__(self, call_id, method, wait_for_ready, check_sotw):
         self.id = call_id
+        self.checker = SotwResponseChecker() if check_sotw else None
         self.requests = queue.SimpleQueue()
         self.call = method(iter(self.requests.get, None), wait_for_ready=wait_for_ready)
         threading.Thread(target=self._read, name=f"call-{call_id}", daemon=True).start()
@@ -108,10 +114,27 @@ class Call:
         try:
             for data in self.call:
                 emit(response_event(self.id, data))
+                if self.checker is not None:
+                    self._check(data)
             code, details = self.call.code(), self.call.details()
         except grpc.RpcError as e:
             code, details = e.code(), e.details()
         emit({"event": "call_ended", "call": self.id, "code": code.value[0], "details": details or ""})
+
+    def _check(self, data):
+        response = discovery_pb2.DiscoveryResponse()
+        try:
+            response.ParseFromString(data)
+        except protobuf_message.DecodeError:
+            emit({"event": "violation", "call": self.id, "message": "undecodable response"})
+            return
+        for message in self.checker.on_response(response):
+            emit({"event": "violation", "call": self.id, "message": message})
+
+    def send(self, request):
+        if self.checker is not None:
+            self.checker.on_request(request)
+        self.requests.put(request)
 
 
 def build_request(command):
@@ -141,6 +164,7 @@ def main():
     parser.add_argument("--client-cert")
     parser.add_argument("--client-key")
     parser.add_argument("--command-fd", type=int, default=0)
+    parser.add_argument("--check-sotw-responses", action="store_true")
     args = parser.parse_args()
 
     if args.ca:
@@ -174,12 +198,13 @@ def main():
             command = json.loads(raw)
             name = command.get("cmd")
             if name == "open":
-                calls.append(Call(len(calls) + 1, method, bool(command.get("wait_for_ready", False))))
+                calls.append(Call(len(calls) + 1, method, bool(command.get("wait_for_ready", False)),
+                                  args.check_sotw_responses))
                 reply["call"] = len(calls)
             elif not calls:
                 raise ValueError("no call open")
             elif name == "request":
-                calls[-1].requests.put(build_request(command))
+                calls[-1].send(build_request(command))
             elif name == "half_close":
                 calls[-1].requests.put(None)
             elif name == "cancel":

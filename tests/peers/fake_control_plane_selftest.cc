@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <deque>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -14,6 +13,7 @@
 #include <vector>
 
 #include "google/protobuf/any.pb.h"
+#include "support/ads_client_peer.h"
 #include "support/fake_control_plane.h"
 #include "support/test_support.h"
 
@@ -37,73 +37,7 @@ std::string SerializedAny(const std::string& type_url, const std::string& value)
   return any.SerializeAsString();
 }
 
-// tests/peers/ads_client.py: one grpcio channel, calls opened on command.
-class AdsClient {
- public:
-  static std::unique_ptr<AdsClient> Start(const std::string& target,
-                                          const std::vector<std::string>& extra_args = {}) {
-    std::vector<std::string> argv = {Python(), SourceRoot() + "/tests/peers/ads_client.py",
-                                     "--target", target};
-    argv.insert(argv.end(), extra_args.begin(), extra_args.end());
-    std::optional<CommandedSubprocess> peer = CommandedSubprocess::Start(argv);
-    if (!peer) return nullptr;
-    if (!peer->process().WaitForLine("READY", kWait)) {
-      ADD_FAILURE() << "ads_client.py did not start";
-      return nullptr;
-    }
-    return std::unique_ptr<AdsClient>(new AdsClient(std::move(*peer)));
-  }
-
-  // Sends a command; returns its reply (events arriving meanwhile are kept).
-  json Command(json command) {
-    EXPECT_TRUE(peer_.WriteLine(command.dump())) << "ads_client.py is gone";
-    while (std::optional<json> line = ReadLine()) {
-      if (line->contains("event")) {
-        events_.push_back(std::move(*line));
-        continue;
-      }
-      EXPECT_TRUE(line->value("ok", false)) << command.dump() << " -> " << line->dump();
-      return *line;
-    }
-    ADD_FAILURE() << "ads_client.py did not answer " << command.dump();
-    return json::object();
-  }
-
-  void Open(bool wait_for_ready = false) {
-    Command({{"cmd", "open"}, {"wait_for_ready", wait_for_ready}});
-  }
-  void Request(json request) {
-    request["cmd"] = "request";
-    Command(std::move(request));
-  }
-
-  // The next event line; a JSON null on timeout.
-  json NextEvent() {
-    if (!events_.empty()) {
-      json event = std::move(events_.front());
-      events_.pop_front();
-      return event;
-    }
-    std::optional<json> line = ReadLine();
-    if (!line) return json();
-    EXPECT_TRUE(line->contains("event")) << "reply without a command: " << line->dump();
-    return *line;
-  }
-
- private:
-  explicit AdsClient(CommandedSubprocess peer) : peer_(std::move(peer)) {}
-
-  std::optional<json> ReadLine() {
-    std::optional<std::string> line = peer_.process().ReadLine(kWait);
-    if (!line) return std::nullopt;
-    json parsed = json::parse(*line, nullptr, /*allow_exceptions=*/false);
-    EXPECT_FALSE(parsed.is_discarded()) << "not JSON: " << *line;
-    return parsed;
-  }
-
-  CommandedSubprocess peer_;
-  std::deque<json> events_;
-};
+using AdsClient = AdsClientPeer;
 
 class FakeControlPlaneTest : public ::testing::Test {
  protected:

@@ -9,7 +9,7 @@ size_t LineOfOffset(std::string_view text, size_t offset) {
   return 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + offset, '\n'));
 }
 
-size_t LineOfKey(std::string_view text, std::string_view key, int depth) {
+size_t LineOfKey(std::string_view text, std::string_view key, int depth, size_t from_line) {
   int object_depth = 0;
   size_t line = 1;
   for (size_t i = 0; i < text.size(); ++i) {
@@ -39,7 +39,7 @@ size_t LineOfKey(std::string_view text, std::string_view key, int depth) {
         ++next;
       }
       const bool is_key = next < text.size() && text[next] == ':';
-      if (is_key && (depth == 0 || depth == object_depth) &&
+      if (is_key && (depth == 0 || depth == object_depth) && string_line >= from_line &&
           text.substr(start, end - start) == key) {
         return string_line;
       }

@@ -13,7 +13,8 @@ size_t LineOfOffset(std::string_view text, size_t offset);
 
 // 1-based line of the first object key spelled `key` (outside strings),
 // looking only at keys `depth` objects deep (1: the top-level object) or,
-// with depth 0, at every depth. 0 when there is none.
-size_t LineOfKey(std::string_view text, std::string_view key, int depth = 0);
+// with depth 0, at every depth, and only on or after line `from_line`. 0
+// when there is none.
+size_t LineOfKey(std::string_view text, std::string_view key, int depth = 0, size_t from_line = 1);
 
 }  // namespace uxds

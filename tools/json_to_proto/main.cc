@@ -93,7 +93,8 @@ std::vector<std::string> SplitCommas(std::string_view list) {
 // "field: what.": the field's name, and the message as "outer.path.field:
 // what" (an unknown field's "Cannot find field." as "unknown field").
 struct FieldError {
-  std::string field;  // the JSON key, "" when the message names none
+  std::string field;   // the JSON key, "" when the message names none
+  std::string parent;  // the last field of the path to it, "" at the top
   std::string message;
 };
 
@@ -115,8 +116,13 @@ FieldError ParseFieldError(std::string message) {
     }
   }
   const size_t colon = message.find(": ");
-  if (colon == std::string::npos || message.find(' ') < colon) return {"", message};
-  FieldError error{message.substr(0, colon), message.substr(colon + 2)};
+  if (colon == std::string::npos || message.find(' ') < colon) return {"", "", message};
+  const size_t parent_start = path.rfind('.');
+  FieldError error{message.substr(0, colon),
+                   path.substr(parent_start == std::string::npos ? 0 : parent_start + 1),
+                   message.substr(colon + 2)};
+  // "filter_chains[0]": the key is the name before the index.
+  error.parent = error.parent.substr(0, error.parent.find('['));
   if (error.message == "Cannot find field.") error.message = "unknown field";
   if (!error.message.empty() && error.message.back() == '.') error.message.pop_back();
   error.message = (path.empty() ? "" : path + ".") + error.field + ": " + error.message;
@@ -198,8 +204,18 @@ class Converter {
     const auto status = pb::util::JsonToBinaryString(resolver_.get(), parse_as, text, &binary);
     if (!status.ok()) {
       const FieldError error = ParseFieldError(std::string(status.message()));
-      size_t line = error.field.empty() ? 0 : LineOfKey(text, error.field);
-      if (line == 0 && !error.field.empty()) line = LineOfKey(text, LowerCamel(error.field));
+      // The key's first appearance after its parent's (either spelling).
+      size_t from_line = 1;
+      if (!error.parent.empty()) {
+        size_t parent_line = LineOfKey(text, error.parent);
+        if (parent_line == 0) parent_line = LineOfKey(text, LowerCamel(error.parent));
+        if (parent_line != 0) from_line = parent_line;
+      }
+      size_t line = 0;
+      if (!error.field.empty()) {
+        line = LineOfKey(text, error.field, 0, from_line);
+        if (line == 0) line = LineOfKey(text, LowerCamel(error.field), 0, from_line);
+      }
       if (line == 0) line = 1;
       return Error(line, error.message);
     }

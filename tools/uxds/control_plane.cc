@@ -39,18 +39,21 @@ constexpr char kCommand[] = "uxds control-plane";
 // How long Shutdown() lets open streams finish after SIGINT / SIGTERM.
 constexpr auto kShutdownGrace = std::chrono::milliseconds(500);
 
-void PrintLoadEvents(JsonLinePrinter& printer, const DirectoryLoad& load) {
+void PrintFileErrors(JsonLinePrinter& printer, const DirectoryLoad& load) {
   for (const FileError& error : load.errors) {
     printer.Print({{"event", "file_error"},
                    {"path", error.path},
                    {"line", error.line},
                    {"message", error.message}});
   }
-  if (load.snapshot != nullptr) {
-    printer.Print({{"event", "snapshot"},
-                   {"version", load.snapshot->version},
-                   {"resources", load.snapshot->resource_count()}});
-  }
+}
+
+// Printed once the snapshot is served: a client that connects after seeing
+// this line gets it.
+void PrintSnapshot(JsonLinePrinter& printer, const Snapshot& snapshot) {
+  printer.Print({{"event", "snapshot"},
+                 {"version", snapshot.version},
+                 {"resources", snapshot.resource_count()}});
 }
 
 // Reloads DIR off the loop (the converter blocks) whenever its fingerprint
@@ -121,9 +124,11 @@ class DirectoryWatcher {
     }
     fingerprint_ = *fingerprint;
     last_problem_.clear();
-    if (load->snapshot != nullptr) load->snapshot->version = NextVersion();
-    PrintLoadEvents(printer_, *load);
-    if (load->snapshot != nullptr) publish_(std::move(load->snapshot));
+    PrintFileErrors(printer_, *load);
+    if (load->snapshot != nullptr) {
+      load->snapshot->version = NextVersion();
+      publish_(std::move(load->snapshot));
+    }
   }
 
   const std::string dir_;
@@ -183,9 +188,10 @@ int RunControlPlane(const std::vector<std::string>& args) {
   std::unique_ptr<AggregatedDiscoveryService> ads;
   Loop* loop = nullptr;
   DirectoryWatcher watcher(dir, std::chrono::milliseconds(poll_ms), converter, printer,
-                           [&ads, &loop](std::shared_ptr<const Snapshot> snapshot) {
-                             loop->Post([&ads, snapshot = std::move(snapshot)]() mutable {
-                               ads->Publish(std::move(snapshot));
+                           [&ads, &loop, &printer](std::shared_ptr<const Snapshot> snapshot) {
+                             loop->Post([&ads, &printer, snapshot = std::move(snapshot)] {
+                               ads->Publish(snapshot);
+                               PrintSnapshot(printer, *snapshot);
                              });
                            });
   StatusOr<DirectoryLoad> first = watcher.LoadFirst();
@@ -216,7 +222,8 @@ int RunControlPlane(const std::vector<std::string>& args) {
     return Fail("cannot listen on " + listen + ": " + started.message());
   }
   printer.Print({{"event", "listening"}, {"address", server->local_address().ToString()}});
-  PrintLoadEvents(printer, *first);
+  PrintFileErrors(printer, *first);
+  if (first->snapshot != nullptr) PrintSnapshot(printer, *first->snapshot);
   watcher.Start();
 
   int sig = 0;
