@@ -43,7 +43,8 @@ int RunCsds(const std::vector<std::string>& args) {
   CsdsArgs parsed;
   app.add_option("address", parsed.address, "the process's gRPC address, HOST:PORT")->required();
   app.add_flag("--json", parsed.json, "print JSON instead of a table");
-  app.add_option("--timeout-ms", parsed.timeout_ms, "how long to wait for the process and its answer")
+  app.add_option("--timeout-ms", parsed.timeout_ms,
+                 "how long to wait for the process and its answer")
       ->check(CLI::Range(1, 3'600'000));
   if (auto rc = ParseCommandLine(app, args)) return *rc;
 

@@ -52,7 +52,9 @@ struct DemoArgs {
 class ScratchDir {
  public:
   ScratchDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "uxds-demo-XXXXXX").string();
+    // mkdtemp replaces the template's last six characters, all 'X'.
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / ("uxds-demo-" + std::string(6, 'X'))).string();
     if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
   }
   ~ScratchDir() {
