@@ -2,8 +2,6 @@
 // plane, called by grpcio (TestService, CSDS) and uxds's own client (Health).
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <nlohmann/json.hpp>
@@ -11,11 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "envoy/config/listener/v3/listener.pb.h"
-#include "envoy/config/route/v3/route.pb.h"
-#include "envoy/extensions/filters/http/router/v3/router.pb.h"
-#include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
 #include "http2/client_connection.h"
+#include "serve_support.h"
 #include "support/fake_control_plane.h"
 #include "support/test_support.h"
 #include "support/xds_test_resources.h"
@@ -29,64 +24,14 @@ namespace uxds::testing {
 namespace {
 
 using json = nlohmann::json;
-using envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager;
 
 constexpr std::chrono::milliseconds kWait = std::chrono::seconds(30);
-constexpr char kTemplate[] = "grpc/server?xds.resource.listening_address=%s";
-
-uint16_t FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t size = sizeof(address);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&address), size);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size);
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
-
-// A server Listener on 127.0.0.1:port with one chain whose inline routes
-// let every RPC through (non_forwarding_action).
-ResponseResource ServingListener(const std::string& name, uint16_t port) {
-  HttpConnectionManager hcm;
-  auto* vhost = hcm.mutable_route_config()->add_virtual_hosts();
-  vhost->add_domains(std::string("*"));
-  auto* route = vhost->add_routes();
-  route->mutable_match()->set_prefix(std::string("/"));
-  route->mutable_non_forwarding_action();
-  auto* router = hcm.add_http_filters();
-  router->set_name(std::string("router"));
-  router->mutable_typed_config()->PackFrom(envoy::extensions::filters::http::router::v3::Router());
-  envoy::config::listener::v3::Listener listener;
-  listener.set_name(name);
-  listener.mutable_address()->mutable_socket_address()->set_address(std::string("127.0.0.1"));
-  listener.mutable_address()->mutable_socket_address()->set_port_value(port);
-  auto* filter = listener.add_filter_chains()->add_filters();
-  filter->set_name(std::string("hcm"));
-  filter->mutable_typed_config()->PackFrom(hcm);
-  return ResponseResource(kLdsType, listener.SerializeAsString());
-}
-
-std::optional<json> NextJson(Subprocess& process) {
-  std::optional<std::string> line = process.ReadLine(kWait);
-  if (!line) return std::nullopt;
-  json parsed = json::parse(*line, nullptr, /*allow_exceptions=*/false);
-  EXPECT_FALSE(parsed.is_discarded()) << "not JSON: " << *line;
-  return parsed;
-}
 
 TEST(ServeTest, ServesTestServiceHealthAndCsdsOnceConfigured) {
   auto cp = FakeControlPlane::Start();
   ASSERT_NE(cp, nullptr);
   TempDir dir;
-  json bootstrap = {
-      {"xds_servers", json::array({{{"server_uri", cp->target()},
-                                    {"channel_creds", json::array({{{"type", "insecure"}}})},
-                                    {"server_features", json::array({"fail_on_data_errors"})}}})},
-      {"node", {{"id", "serve-node"}}},
-      {"server_listener_resource_name_template", kTemplate}};
-  WriteFile(dir.File("bootstrap.json"), bootstrap.dump());
+  WriteServeBootstrap(dir.File("bootstrap.json"), *cp, "serve-node", /*fail_on_data_errors=*/true);
   const uint16_t port = FreePort();
   const std::string address = "127.0.0.1:" + std::to_string(port);
   const std::string name = "grpc/server?xds.resource.listening_address=" + address;

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -17,7 +18,8 @@ extern char** environ;
 namespace uxds {
 
 Subprocess Subprocess::Start(const std::vector<std::string>& argv,
-                             const std::map<std::string, std::string>& extra_env, bool pipe_stdin) {
+                             const std::map<std::string, std::string>& extra_env, bool pipe_stdin,
+                             const std::string& stderr_file) {
   int pipefd[2];
   if (pipe2(pipefd, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
   int stdin_pipe[2] = {-1, -1};
@@ -30,6 +32,10 @@ Subprocess Subprocess::Start(const std::vector<std::string>& argv,
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, pipefd[1], STDOUT_FILENO);
   if (pipe_stdin) posix_spawn_file_actions_adddup2(&actions, stdin_pipe[0], STDIN_FILENO);
+  if (!stderr_file.empty()) {
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, stderr_file.c_str(),
+                                     O_WRONLY | O_CREAT | O_APPEND, 0644);
+  }
 
   std::vector<std::string> env_storage;
   for (char** e = environ; *e != nullptr; ++e) {
@@ -85,6 +91,8 @@ Subprocess::~Subprocess() {
 
 std::optional<std::string> Subprocess::ReadLine(std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
+  // A zero timeout still looks once at what the child has written.
+  bool looked = false;
   while (true) {
     size_t nl = buffer_.find('\n');
     if (nl != std::string::npos) {
@@ -96,9 +104,10 @@ std::optional<std::string> Subprocess::ReadLine(std::chrono::milliseconds timeou
     if (stdout_fd_ < 0) return std::nullopt;
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return std::nullopt;
+    if (left.count() <= 0 && looked) return std::nullopt;
+    looked = true;
     pollfd pfd{stdout_fd_, POLLIN, 0};
-    int r = poll(&pfd, 1, static_cast<int>(left.count()));
+    int r = poll(&pfd, 1, static_cast<int>(std::max<int64_t>(left.count(), 0)));
     if (r <= 0) continue;
     char buf[4096];
     ssize_t n = read(stdout_fd_, buf, sizeof buf);

@@ -15,21 +15,23 @@
 namespace uxds {
 
 // A child process (a peer: grpcio script, gRPC C++ program, h2load, openssl)
-// with its stdout captured line by line; stderr is inherited.
+// with its stdout captured line by line; stderr is inherited unless
+// redirected to a file.
 // The destructor kills (SIGKILL) and reaps it if it is still running.
 class Subprocess {
  public:
   // With `pipe_stdin` the child reads what WriteLine() sends, else it
-  // inherits stdin.
+  // inherits stdin. With `stderr_file` its stderr is appended to that file.
   static Subprocess Start(const std::vector<std::string>& argv,
                           const std::map<std::string, std::string>& extra_env = {},
-                          bool pipe_stdin = false);
+                          bool pipe_stdin = false, const std::string& stderr_file = "");
   Subprocess(Subprocess&&) noexcept;
   Subprocess& operator=(Subprocess&&) noexcept;
   ~Subprocess();
 
   pid_t pid() const { return pid_; }
-  // The next stdout line, or nullopt on EOF / timeout.
+  // The next stdout line, or nullopt on EOF / timeout. A zero timeout
+  // takes a line the child has written already, without waiting.
   std::optional<std::string> ReadLine(std::chrono::milliseconds timeout);
   // Reads lines until one starts with `prefix`; returns the rest of it.
   std::optional<std::string> WaitForLine(const std::string& prefix,

@@ -19,6 +19,7 @@ struct Command {
 
 int RunCall(const std::vector<std::string>& args);
 int RunControlPlane(const std::vector<std::string>& args);
+int RunCsds(const std::vector<std::string>& args);
 int RunDemo(const std::vector<std::string>& args);
 int RunFcm(const std::vector<std::string>& args);
 int RunRing(const std::vector<std::string>& args);

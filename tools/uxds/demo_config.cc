@@ -1,0 +1,260 @@
+#include "demo_config.h"
+
+#include <dirent.h>
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace uxds::tool {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr char kListenerType[] = "type.googleapis.com/envoy.config.listener.v3.Listener";
+constexpr char kRouteType[] = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration";
+constexpr char kClusterType[] = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
+constexpr char kEndpointType[] =
+    "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment";
+constexpr char kHcmType[] =
+    "type.googleapis.com/"
+    "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager";
+constexpr char kRouterType[] = "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router";
+constexpr int kPriority0Servers = 4;
+
+// An ADS ConfigSource: RDS and EDS come over the same stream (A27).
+Json AdsConfigSource() { return {{"ads", Json::object()}, {"resource_api_version", "V3"}}; }
+
+Json RouterFilter() { return {{"name", "router"}, {"typed_config", {{"@type", kRouterType}}}}; }
+
+Json ClientListener() {
+  Json hcm = {{"@type", kHcmType},
+              {"rds", {{"config_source", AdsConfigSource()}, {"route_config_name", "demo-route"}}},
+              {"http_filters", Json::array({RouterFilter()})}};
+  return {{"@type", kListenerType},
+          {"name", kDemoTargetName},
+          {"api_listener", {{"api_listener", hcm}}}};
+}
+
+// A42: the request hash is the x-user header's; a call without it gets a
+// random hash.
+Json Route() {
+  Json route = {
+      {"match", {{"prefix", ""}}},
+      {"route",
+       {{"cluster", "demo-cluster"},
+        {"hash_policy", Json::array({{{"header", {{"header_name", kDemoHashHeader}}}}})}}}};
+  return {
+      {"@type", kRouteType},
+      {"name", "demo-route"},
+      {"virtual_hosts",
+       Json::array({{{"name", "demo"}, {"domains", {"*"}}, {"routes", Json::array({route})}}})}};
+}
+
+Json Cluster() {
+  return {{"@type", kClusterType},
+          {"name", "demo-cluster"},
+          {"type", "EDS"},
+          {"eds_cluster_config",
+           {{"eds_config", AdsConfigSource()}, {"service_name", "demo-endpoints"}}},
+          {"lb_policy", "RING_HASH"},
+          {"ring_hash_lb_config", {{"minimum_ring_size", "1024"}, {"maximum_ring_size", "4096"}}}};
+}
+
+Json SocketAddress(uint16_t port) {
+  return {{"socket_address", {{"address", "127.0.0.1"}, {"port_value", port}}}};
+}
+
+// One locality per priority (A42 priority over localities).
+Json Endpoints(const std::vector<uint16_t>& ports) {
+  Json localities = Json::array();
+  for (int priority = 0; priority < 2; ++priority) {
+    Json lb_endpoints = Json::array();
+    const size_t first = priority == 0 ? 0 : kPriority0Servers;
+    const size_t end = priority == 0 ? kPriority0Servers : ports.size();
+    for (size_t i = first; i < end; ++i) {
+      lb_endpoints.push_back({{"endpoint", {{"address", SocketAddress(ports[i])}}}});
+    }
+    localities.push_back({{"locality", {{"zone", priority == 0 ? "primary" : "backup"}}},
+                          {"priority", priority},
+                          {"load_balancing_weight", 1},
+                          {"lb_endpoints", std::move(lb_endpoints)}});
+  }
+  return {{"@type", kEndpointType},
+          {"cluster_name", "demo-endpoints"},
+          {"endpoints", std::move(localities)}};
+}
+
+// A36: the Listener an xDS-enabled server on 127.0.0.1:port watches; its
+// inline route lets every RPC reach the server's handlers.
+Json ServerListener(uint16_t port) {
+  const std::string address = "127.0.0.1:" + std::to_string(port);
+  Json route_config = {
+      {"name", "local"},
+      {"virtual_hosts",
+       Json::array({{{"name", "all"},
+                     {"domains", {"*"}},
+                     {"routes", Json::array({{{"match", {{"prefix", "/"}}},
+                                              {"non_forwarding_action", Json::object()}}})}}})}};
+  Json hcm = {{"@type", kHcmType},
+              {"route_config", route_config},
+              {"http_filters", Json::array({RouterFilter()})}};
+  std::string name = kServerListenerTemplate;
+  name.replace(name.find("%s"), 2, address);
+  return {{"@type", kListenerType},
+          {"name", name},
+          {"address", SocketAddress(port)},
+          {"filter_chains",
+           Json::array({{{"name", "demo"},
+                         {"filters", Json::array({{{"name", "hcm"}, {"typed_config", hcm}}})}}})}};
+}
+
+Status WriteJsonFile(const std::string& path, const Json& json) {
+  std::ofstream out(path);
+  out << json.dump(2) << "\n";
+  out.close();
+  if (!out) return InternalError("cannot write " + path);
+  return OkStatus();
+}
+
+// The *.json files of `dir`, sorted.
+StatusOr<std::vector<std::string>> JsonFiles(const std::string& dir) {
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return InvalidArgumentError("cannot read directory " + dir);
+  std::vector<std::string> files;
+  while (dirent* entry = readdir(d)) {
+    const std::string name = entry->d_name;
+    if (name.size() > 5 && name.ends_with(".json")) files.push_back(dir + "/" + name);
+  }
+  closedir(d);
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+StatusOr<Json> ReadJsonFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  Json json = Json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded() || !json.is_object()) {
+    return InvalidArgumentError(path + ": not a JSON object");
+  }
+  return json;
+}
+
+// The endpoints of one ClusterLoadAssignment, in `path`.
+Status ReadEndpoints(const std::string& path, const Json& cla, DemoConfig& config) {
+  const Json* localities = cla.contains("endpoints") ? &cla["endpoints"] : nullptr;
+  if (localities == nullptr || !localities->is_array()) {
+    return InvalidArgumentError(path + ": endpoints: must list localities");
+  }
+  std::vector<int> per_priority(2, 0);
+  for (size_t l = 0; l < localities->size(); ++l) {
+    const Json& locality = (*localities)[l];
+    const std::string field = "endpoints[" + std::to_string(l) + "]";
+    const Json priority = locality.value("priority", Json(0));
+    if (!priority.is_number_unsigned() || priority.get<uint32_t>() > 1) {
+      return InvalidArgumentError(path + ": " + field + ".priority: the demo needs 0 or 1");
+    }
+    const Json lb_endpoints = locality.value("lb_endpoints", Json::array());
+    for (size_t e = 0; e < lb_endpoints.size(); ++e) {
+      const Json socket =
+          lb_endpoints[e].value("/endpoint/address/socket_address"_json_pointer, Json::object());
+      const std::string ip = socket.value("address", "");
+      const Json port = socket.value("port_value", Json());
+      if (ip.empty() || !port.is_number_unsigned()) {
+        return InvalidArgumentError(path + ": " + field + ".lb_endpoints[" + std::to_string(e) +
+                                    "].endpoint.address.socket_address: needs address and "
+                                    "port_value");
+      }
+      const uint32_t p = priority.get<uint32_t>();
+      const std::string host = ip.find(':') == std::string::npos ? ip : "[" + ip + "]";
+      config.endpoints.push_back(
+          {host + ":" + std::to_string(port.get<uint32_t>()), p,
+           "p" + std::to_string(p) + "-" + std::to_string(++per_priority[p])});
+    }
+  }
+  if (per_priority[0] == 0 || per_priority[1] == 0) {
+    return InvalidArgumentError(path + ": endpoints: the demo needs endpoints in priority 0 and 1");
+  }
+  std::stable_sort(
+      config.endpoints.begin(), config.endpoints.end(),
+      [](const DemoEndpoint& a, const DemoEndpoint& b) { return a.priority < b.priority; });
+  return OkStatus();
+}
+
+// The header name of the first header hash policy of a route.
+std::string FindHashHeader(const Json& route_config) {
+  for (const Json& vhost : route_config.value("virtual_hosts", Json::array())) {
+    for (const Json& route : vhost.value("routes", Json::array())) {
+      for (const Json& policy : route.value("/route/hash_policy"_json_pointer, Json::array())) {
+        const std::string header = policy.value("/header/header_name"_json_pointer, "");
+        if (!header.empty()) return header;
+      }
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+Status WriteBuiltInConfig(const std::string& dir, const std::vector<uint16_t>& ports) {
+  std::vector<std::pair<std::string, Json>> files = {{"listener-demo.json", ClientListener()},
+                                                     {"route-demo.json", Route()},
+                                                     {"cluster-demo.json", Cluster()},
+                                                     {"endpoints-demo.json", Endpoints(ports)}};
+  for (uint16_t port : ports) {
+    files.emplace_back("listener-server-" + std::to_string(port) + ".json", ServerListener(port));
+  }
+  for (const auto& [name, json] : files) {
+    Status written = WriteJsonFile(dir + "/" + name, json);
+    if (!written.ok()) return written;
+  }
+  return OkStatus();
+}
+
+StatusOr<DemoConfig> ReadDemoConfig(const std::string& dir, const std::string& target_name) {
+  StatusOr<std::vector<std::string>> files = JsonFiles(dir);
+  if (!files.ok()) return files.status();
+  DemoConfig config;
+  config.target = "xds:///" + target_name;
+  std::string cla_file;
+  for (const std::string& path : *files) {
+    StatusOr<Json> json = ReadJsonFile(path);
+    if (!json.ok()) continue;  // the control plane reports it with its line
+    const std::string type = json->value("@type", "");
+    if (type == kEndpointType) {
+      if (!cla_file.empty()) {
+        return InvalidArgumentError(path + ": a second ClusterLoadAssignment (the first is in " +
+                                    cla_file + "); the demo starts the servers of one");
+      }
+      cla_file = path;
+      Status read = ReadEndpoints(path, *json, config);
+      if (!read.ok()) return read;
+    } else if (type == kRouteType && config.hash_header.empty()) {
+      config.hash_header = FindHashHeader(*json);
+    }
+  }
+  if (cla_file.empty()) {
+    return InvalidArgumentError(dir + ": no file with \"@type\": \"" + std::string(kEndpointType) +
+                                "\": the demo starts a server on each of its endpoints");
+  }
+  if (config.hash_header.empty()) {
+    return InvalidArgumentError(dir +
+                                ": no RouteConfiguration with a route.hash_policy[].header:"
+                                " the demo checks that one header value sticks to one server");
+  }
+  return config;
+}
+
+std::string DemoBootstrapJson(const std::string& control_plane) {
+  Json bootstrap = {
+      {"xds_servers", Json::array({{{"server_uri", control_plane},
+                                    {"channel_creds", Json::array({{{"type", "insecure"}}})}}})},
+      {"node", {{"id", "uxds-demo"}}},
+      {"server_listener_resource_name_template", kServerListenerTemplate}};
+  return bootstrap.dump(2);
+}
+
+}  // namespace uxds::tool
