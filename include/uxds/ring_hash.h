@@ -5,6 +5,7 @@
 // The ring_hash policy, `uxds ring` and the pick benchmarks all use this code.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -13,6 +14,10 @@
 #include <vector>
 
 #include "uxds/status.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace uxds {
 
@@ -112,26 +117,34 @@ class Ring {
     return index == size_ ? 0 : index;
   }
 
-  // The endpoint of the entry FindIndex(hash) finds, in one cache line:
+  // The endpoint of the entry FindIndex(hash) finds, from one cache line:
   // what a pick reads when that endpoint is READY. The ring is also laid
   // out as one 64-byte line per range of hashes (see PickLine); a pick
-  // counts the line's entries below `hash` and takes the endpoint of the
-  // next one, packed in the same slot. A line whose range holds more
-  // entries than fit, or a ring with more endpoints than lines (no room to
-  // pack them), answers through FindIndex.
+  // compares the 16 hash bits below the line's with the line's 16-bit keys
+  // at once and takes the endpoint beside the first key not below them.
+  // A key equal to the query's bits (the entry's full hash decides, about 1
+  // pick in 8000), a line whose range holds more entries than fit, or a ring
+  // with too many endpoints for 16 bits answers through FindIndex.
   uint32_t FindEndpoint(uint64_t hash) const {
-    if (!lines_.empty()) [[likely]] {
-      const uint64_t* slot = lines_[hash >> line_shift_].slot;
-      // Entries of the line share the hash's top bits: only the rest is
-      // kept, shifted above the endpoint, so one unsigned compare per slot
-      // says "entry hash < hash" whatever the endpoint bits.
-      const uint64_t query = (hash & low_hash_mask_) << endpoint_bits_;
-      const uint64_t answer = slot[CountBelow(slot, query)];
-      if (answer != PickLine::kOverflow) [[likely]] {
-        return static_cast<uint32_t>(answer & endpoint_mask_);
-      }
-    }
+    const uint32_t endpoint = FindEndpointInLine(hash);
+    if (endpoint != kNotInLine) [[likely]]
+      return endpoint;
     return entries_[FindIndex(hash)].endpoint;
+  }
+  // FindEndpoint's answer from the line alone, or kNotInLine when that
+  // needs FindIndex: lets a caller keep the common path free of calls.
+  static constexpr uint32_t kNotInLine = UINT32_MAX;
+  uint32_t FindEndpointInLine(uint64_t hash) const {
+    if (lines_.empty()) return kNotInLine;
+    const PickLine& line = lines_[hash >> line_shift_];
+    const uint16_t query = static_cast<uint16_t>(hash >> key_shift_) ^ PickLine::kSignBit;
+    const PickLine::Masks masks = line.Compare(query);
+    // No key equal to the query, and not an overflowing line (its keys are
+    // all 0 in the count below, so its last slot counts too).
+    if (((masks.below & PickLine::kLastSlotBit) | masks.equal) != 0) return kNotInLine;
+    // The keys are sorted: the bits of those below form a run from bit 0,
+    // and the last slot's key (all ones) is never below.
+    return line.endpoint[std::countr_one(masks.below)];
   }
 
   // The same answer by a binary search over the whole ring: what Envoy and
@@ -153,15 +166,6 @@ class Ring {
     return static_cast<size_t>(e[0].hash < hash) + static_cast<size_t>(e[1].hash < hash) +
            static_cast<size_t>(e[2].hash < hash) + static_cast<size_t>(e[3].hash < hash);
   }
-  // Written out: a loop is not unrolled at -O2, and its branch is the
-  // only one left on a pick's path.
-  static size_t CountBelow(const uint64_t* slot, uint64_t query) {
-    static_assert(PickLine::kEntries == 7);
-    return static_cast<size_t>(slot[0] < query) + static_cast<size_t>(slot[1] < query) +
-           static_cast<size_t>(slot[2] < query) + static_cast<size_t>(slot[3] < query) +
-           static_cast<size_t>(slot[4] < query) + static_cast<size_t>(slot[5] < query) +
-           static_cast<size_t>(slot[6] < query);
-  }
   static constexpr uint32_t kInsertionSortLimit = 32;
   size_t BinarySearchIn(uint64_t hash, uint32_t lo, uint32_t hi) const;
   void BuildIndexAndSort(std::span<const Entry> unsorted);
@@ -169,22 +173,52 @@ class Ring {
   static constexpr size_t kKeptScratchEntries = size_t{1} << 16;
   void BuildPickLines(size_t endpoint_count);
 
-  // The hashes in [b << line_shift_, (b + 1) << line_shift_), the sorted
-  // entries of that range first: slot i = (hash's low bits << endpoint
-  // bits) | endpoint. The slots after them hold the endpoint of the range's
-  // first later entry (wrapping to entry 0) under all-ones hash bits, which
-  // no query is above; slot kEntries holds that endpoint alone, or
-  // kOverflow when the range has more than kEntries entries.
+  // The hashes in [b << line_shift_, (b + 1) << line_shift_): the keys of
+  // the range's entries (the 16 hash bits below the line's, sign bit
+  // flipped so a signed compare orders them as unsigned), sorted, each with
+  // its entry's endpoint; then all-ones keys beside the endpoint of the
+  // range's first later entry (wrapping to entry 0). A range of more than
+  // kEntries entries has every key 0 (an overflow: a pick sees its last
+  // key below or equal to the query's).
   struct alignas(64) PickLine {
-    static constexpr size_t kEntries = 7;
-    static constexpr uint64_t kOverflow = UINT64_MAX;
-    uint64_t slot[kEntries + 1];
+    static constexpr size_t kSlots = 16;
+    static constexpr size_t kEntries = kSlots - 1;  // the last slot is always padding
+    static constexpr uint16_t kSignBit = 0x8000;
+    static constexpr uint32_t kLastSlotBit = uint32_t{1} << (kSlots - 1);
+    struct Masks {
+      uint32_t below;  // bit i: key[i] < query
+      uint32_t equal;  // bit i: key[i] == query
+    };
+    Masks Compare(uint16_t query) const {
+#if defined(__SSE2__)
+      // Both halves of the keys at once, a bit per key: a few instructions
+      // after the line's load, where a pick's time goes (the loads of other
+      // picks overlap only while this work is short).
+      const __m128i q = _mm_set1_epi16(static_cast<int16_t>(query));
+      const __m128i low = _mm_load_si128(reinterpret_cast<const __m128i*>(key));
+      const __m128i high = _mm_load_si128(reinterpret_cast<const __m128i*>(key) + 1);
+      const __m128i below = _mm_packs_epi16(_mm_cmpgt_epi16(q, low), _mm_cmpgt_epi16(q, high));
+      const __m128i equal = _mm_packs_epi16(_mm_cmpeq_epi16(q, low), _mm_cmpeq_epi16(q, high));
+      return {static_cast<uint32_t>(_mm_movemask_epi8(below)),
+              static_cast<uint32_t>(_mm_movemask_epi8(equal))};
+#else
+      Masks masks{0, 0};
+      for (size_t i = 0; i < kSlots; ++i) {
+        const auto k = static_cast<int16_t>(key[i]);
+        const auto q = static_cast<int16_t>(query);
+        masks.below |= static_cast<uint32_t>(k < q) << i;
+        masks.equal |= static_cast<uint32_t>(k == q) << i;
+      }
+      return masks;
+#endif
+    }
+    uint16_t key[kSlots];
+    uint16_t endpoint[kSlots];
   };
+  static_assert(sizeof(PickLine) == 64);
   std::vector<PickLine> lines_;  // empty: FindEndpoint uses FindIndex
   unsigned line_shift_ = 63;
-  unsigned endpoint_bits_ = 0;
-  uint64_t low_hash_mask_ = 0;
-  uint64_t endpoint_mask_ = 0;
+  unsigned key_shift_ = 47;  // line_shift_ - 16
 
   // The sorted entries, then kWideScanWindow padding entries that FindIndex
   // may read but never counts.

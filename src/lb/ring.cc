@@ -118,39 +118,44 @@ void Ring::BuildPickLines(size_t endpoint_count) {
   const size_t n = size_;
   std::vector<PickLine>().swap(lines_);
   // Small rings stay in cache, where the table and the scan are faster
-  // than counting 7 slots (measured: bench/ring_pick_bench.cc); from
-  // kWideFrom on, a pick through the table misses the cache twice (table,
-  // then entries) and through a line once.
-  if (n < kWideFrom) return;
-  // About 4 entries per line, so the lines take as much memory as the
-  // entries: 5 % of the lines hold more than PickLine::kEntries, and a pick
-  // lands past the 7th entry of one for under 1 % of hashes.
-  const unsigned bits = static_cast<unsigned>(std::bit_width(n - 1)) - 2;
-  const unsigned endpoint_bits =
-      static_cast<unsigned>(std::bit_width(std::max<size_t>(endpoint_count, 1) - 1));
-  // Room for the endpoint below the hash bits a line does not imply.
-  if (endpoint_bits > bits || endpoint_count > UINT32_MAX) return;
+  // (measured: bench/ring_pick_bench.cc); from kWideFrom on, a pick through
+  // the table misses the cache twice (table, then entries) and through a
+  // line once. Endpoints are packed in 16 bits.
+  if (n < kWideFrom || endpoint_count > size_t{1} << 16) return;
+  // 4 to 8 entries per line: the lines take a half to a quarter of the
+  // entries' memory. With 8, 0.8 % of the lines hold more than
+  // PickLine::kEntries (Poisson), and those picks go through FindIndex.
+  const unsigned bits = static_cast<unsigned>(std::bit_width(n - 1)) - 3;
   line_shift_ = 64 - bits;
-  endpoint_bits_ = endpoint_bits;
-  low_hash_mask_ = UINT64_MAX >> bits;
-  endpoint_mask_ = (uint64_t{1} << endpoint_bits) - 1;
+  key_shift_ = line_shift_ - 16;
   const size_t line_count = size_t{1} << bits;
   ReserveForRandomReads(lines_, line_count);
   lines_.resize(line_count);
-  const uint64_t no_entry = low_hash_mask_ << endpoint_bits_;
+  auto key_of = [this](uint64_t hash) {
+    return static_cast<uint16_t>(static_cast<uint16_t>(hash >> key_shift_) ^ PickLine::kSignBit);
+  };
+  const uint16_t padding_key = key_of(UINT64_MAX);
   size_t next = 0;  // the first entry of the current line's range
   for (size_t b = 0; b < line_count; ++b) {
     size_t end = next;
     while (end < n && (entries_[end].hash >> line_shift_) == b) ++end;
-    const uint64_t after = entries_[end == n ? 0 : end].endpoint;
-    uint64_t* slot = lines_[b].slot;
-    size_t i = 0;
-    for (; i < PickLine::kEntries && next + i < end; ++i) {
-      const Entry& e = entries_[next + i];
-      slot[i] = ((e.hash & low_hash_mask_) << endpoint_bits_) | e.endpoint;
+    PickLine& line = lines_[b];
+    if (end - next > PickLine::kEntries) {
+      std::fill(std::begin(line.key), std::end(line.key), key_of(0));
+      std::fill(std::begin(line.endpoint), std::end(line.endpoint), 0);
+      next = end;
+      continue;
     }
-    for (; i < PickLine::kEntries; ++i) slot[i] = no_entry | after;
-    slot[PickLine::kEntries] = end - next > PickLine::kEntries ? PickLine::kOverflow : after;
+    const auto after = static_cast<uint16_t>(entries_[end == n ? 0 : end].endpoint);
+    size_t i = 0;
+    for (; next + i < end; ++i) {
+      line.key[i] = key_of(entries_[next + i].hash);
+      line.endpoint[i] = static_cast<uint16_t>(entries_[next + i].endpoint);
+    }
+    for (; i < PickLine::kSlots; ++i) {
+      line.key[i] = padding_key;
+      line.endpoint[i] = after;
+    }
     next = end;
   }
 }

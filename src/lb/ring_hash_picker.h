@@ -28,8 +28,12 @@ class RingHashPicker final : public Picker {
 
  private:
   PickResult PickForRandomHash(uint64_t hash) const;
-  // PickForHash when the first endpoint is not READY.
-  [[gnu::noinline]] PickResult PickFromNotReady(size_t first, ConnectivityState state) const;
+  // Out of line, so PickForHash's READY path is a leaf: PickForHash when
+  // the ring's line cannot answer, and when the first endpoint is not READY.
+  [[gnu::noinline]] PickResult PickFromIndexOf(uint64_t hash) const;
+  [[gnu::noinline]] PickResult PickFromNotReady(uint64_t hash, ConnectivityState state) const;
+  // A42's pseudo-code from the entry FindIndex found, in state `state`.
+  PickResult PickFromFirst(size_t first, ConnectivityState state) const;
   ConnectivityState StateAt(size_t ring_index) const {
     return subchannels_[ring_->operator[](ring_index).endpoint]->state();
   }

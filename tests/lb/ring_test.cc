@@ -280,6 +280,10 @@ void ExpectLookupsAgree(const std::vector<RingEndpoint>& endpoints, const RingSi
     hashes.push_back(ring[i].hash);
     hashes.push_back(ring[i].hash + 1);
     hashes.push_back(ring[i].hash - 1);
+    // The same 16 bits below the top ones as the entry (what a pick line
+    // compares), the rest below or above the entry's.
+    hashes.push_back(ring[i].hash & ~uint64_t{0xFFFFFF});
+    hashes.push_back(ring[i].hash | uint64_t{0xFFFFFF});
   }
   const uint64_t last = ring[ring.size() - 1].hash;
   ASSERT_LT(last, UINT64_MAX);
@@ -359,16 +363,15 @@ TEST(RingTest, PickLinesCoverEveryRingShape) {
   // smaller ones from the table (ExpectLookupsAgree checks both).
   EXPECT_FALSE(Ring::Build(EqualEndpoints(100), RingSizeConfig{4096, 4096}).has_pick_lines());
   EXPECT_TRUE(Ring::Build(EqualEndpoints(100), large).has_pick_lines());
-  // More endpoints than lines: no room to pack an endpoint beside the
-  // hash; FindIndex answers every pick.
+  // More endpoints than 16 bits hold: FindIndex answers every pick.
   const std::vector<RingEndpoint> many = EqualEndpoints(140000);
   EXPECT_FALSE(Ring::Build(many, large).has_pick_lines());
   ExpectLookupsAgree(many, large, 15);
   // One endpoint: no endpoint bits at all.
   EXPECT_TRUE(Ring::Build(EqualEndpoints(1), large).has_pick_lines());
   ExpectLookupsAgree(EqualEndpoints(1), large, 16);
-  // Every line that has entries holds more than 7 (100 equal hashes each):
-  // picks past the 7th answer through FindIndex.
+  // Every line that has entries holds more than 15 (100 equal hashes
+  // each): its picks answer through FindIndex.
   const std::vector<RingEndpoint> crowded(100, RingEndpoint{"k", 1});
   EXPECT_TRUE(Ring::Build(crowded, large).has_pick_lines());
   ExpectLookupsAgree(crowded, large, 17);
