@@ -175,16 +175,25 @@ struct Channel::Impl {
     if (const auto* endpoint_config =
             std::get_if<XdsConfig::ClusterConfig::EndpointConfig>(&cluster.children)) {
       state.note = endpoint_config->resolution_note;
-      state.lb->SetLoadStats(LoadStatsFor(name, *cluster.cluster));
+      ClusterLoadBalancer::LoadReporting load;
+      load.drops = LoadStatsFor(name, *cluster.cluster);
+      if (endpoint_config->endpoints != nullptr) {
+        load.priorities.assign(endpoint_config->endpoints->priorities.size(), load.drops);
+      }
+      state.lb->SetLoadStats(std::move(load));
       state.lb->Update(*cluster.cluster, endpoint_config->endpoints != nullptr
                                              ? *endpoint_config->endpoints
                                              : EndpointResource());
       return;
     }
     // A37: an aggregate cluster is one priority list: each leaf's
-    // priorities in order, under the aggregate cluster's LB policy.
+    // priorities in order, under the aggregate cluster's LB policy. Each
+    // leaf that names an lrs_server reports the calls of its own
+    // priorities (in gRPC each priority child keeps its leaf's
+    // cluster_impl).
     const auto& aggregate = std::get<XdsConfig::ClusterConfig::AggregateConfig>(cluster.children);
     EndpointResource combined;
+    ClusterLoadBalancer::LoadReporting load;
     std::string note;
     for (const std::string& leaf : aggregate.leaf_clusters) {
       auto leaf_it = config->clusters.find(leaf);
@@ -194,11 +203,14 @@ struct Channel::Impl {
       if (leaf_endpoints == nullptr) continue;
       if (note.empty()) note = leaf_endpoints->resolution_note;
       if (leaf_endpoints->endpoints == nullptr) continue;
+      std::shared_ptr<ClusterLoadStats> leaf_load = LoadStatsFor(leaf, *leaf_it->second->cluster);
       for (const auto& priority : leaf_endpoints->endpoints->priorities) {
         combined.priorities.push_back(priority);
+        load.priorities.push_back(leaf_load);
       }
     }
     state.note = note;
+    state.lb->SetLoadStats(std::move(load));
     state.lb->Update(*cluster.cluster, combined);
   }
 
@@ -230,10 +242,10 @@ struct Channel::Impl {
     std::shared_ptr<SubchannelPool> pool;  // outlives `subchannel`
     SubchannelRef subchannel;
     // What CallFinished() reports when the call ends; `counter` and
-    // `load_stats` keep what it points to alive.
+    // `locality_stats` keep what it points to alive.
     PickResult call_end;
     std::shared_ptr<CallCounter> counter;
-    std::shared_ptr<ClusterLoadStats> load_stats;
+    std::shared_ptr<LocalityLoadStats> locality_stats;
   };
   Task<StatusOr<PickedEndpoint>> PickForCall(const std::string& method, const CallOptions& options,
                                              std::optional<Loop::Clock::time_point> deadline);
@@ -434,7 +446,9 @@ Task<StatusOr<Channel::Impl::PickedEndpoint>> Channel::Impl::PickForCall(
     picked.subchannel = SubchannelRef(subchannel);
     picked.call_end = call_end;
     if (call_end.call_counter != nullptr) picked.counter = cluster.lb->call_counter();
-    if (call_end.locality_stats != nullptr) picked.load_stats = cluster.lb->load_stats();
+    if (call_end.locality_stats != nullptr) {
+      picked.locality_stats = call_end.locality_stats->shared_from_this();
+    }
     co_return picked;
   }
 }
@@ -474,7 +488,7 @@ Task<StatusOr<std::unique_ptr<ClientStream>>> Channel::StartStream(std::string m
   impl->subchannel = std::move(picked->subchannel);
   impl->call_end = picked->call_end;
   impl->counter = std::move(picked->counter);
-  impl->load_stats = std::move(picked->load_stats);
+  impl->locality_stats = std::move(picked->locality_stats);
   impl->peer = std::move(picked->peer);
   impl->call = std::move(call);
   co_return std::make_unique<ClientStream>(std::move(impl));
