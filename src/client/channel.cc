@@ -14,6 +14,7 @@
 #include "lb/cluster_load_balancer.h"
 #include "lb/lb_policy.h"
 #include "runtime/host_resolver.h"
+#include "xds/client/xds_client_impl.h"
 #include "xds/lrs/load_reporting_client.h"
 #include "xds/routing/route_selection.h"
 
@@ -103,19 +104,18 @@ struct Channel::Impl {
   bool shut_down = false;
   // Calls waiting for the next config or picker.
   std::vector<Event*> waiters;
-  // LRS streams of the clusters that name an lrs_server (made on first use).
-  std::unique_ptr<LoadReportingClient> load_reporting;
-
-  // A42: the counters of a cluster that reports load, else nullptr.
+  // A42: the counters of a cluster that reports load, else nullptr. The
+  // LRS streams belong to the XdsClient, as in gRPC: every channel on it
+  // shares one stream per LRS server, and the same cluster's load from
+  // several channels adds up in one ClusterStats.
   std::shared_ptr<ClusterLoadStats> LoadStatsFor(const std::string& name,
                                                  const ClusterResource& cluster) {
     if (!cluster.lrs_server.has_value() || xds_client == nullptr) return nullptr;
-    if (load_reporting == nullptr) {
-      load_reporting = std::make_unique<LoadReportingClient>(loop, xds_client->bootstrap().node,
-                                                             options.load_reporting);
-    }
     // gRPC reports the EDS service name only when the Cluster sets one.
     const auto* eds = std::get_if<ClusterResource::Eds>(&cluster.type);
+    LoadReportingClient* load_reporting =
+        xds_internal::ImplOf(*xds_client).load_reporting(options.load_reporting);
+    if (load_reporting == nullptr) return nullptr;  // the client is shutting down
     return load_reporting->AddCluster(*cluster.lrs_server, name,
                                       eds != nullptr ? eds->eds_service_name : "");
   }
@@ -327,7 +327,8 @@ Task<void> Channel::Shutdown() {
   impl.clusters.clear();
   impl.WakeWaiters();
   co_await impl.subchannels->Shutdown();
-  if (impl.load_reporting != nullptr) co_await impl.load_reporting->Shutdown();
+  // The XdsClient's LRS streams send this channel's last counts and end
+  // once no channel reports to them.
   impl.xds_client.reset();
 }
 
