@@ -171,7 +171,10 @@ void SubchannelPool::Release(Subchannel* s) {
   // draining now removes it from the stack for good.
   if (s->request_queued_.load(std::memory_order_acquire)) DrainRequests();
   subchannels_.erase(s->address());
-  // No picker names `s` any more (they held references): its index is free.
+  // No picker can return `s` any more (a picker holds a reference to each
+  // endpoint it returns), so its index is free. A cluster_impl picker whose
+  // locality table still lists the index never sees the endpoint that takes
+  // it next: that endpoint is newer than the picker's child.
   free_indices_.push_back(s->endpoint_.index);
   std::push_heap(free_indices_.begin(), free_indices_.end(), std::greater<>());
   s->watchers_.clear();
