@@ -4,8 +4,8 @@
 // of 4): the bench measures cluster_impl alone, not an endpoint policy.
 //
 // Each iteration is one pick plus CallFinished(), the pair a channel runs
-// per call. With LRS on, that adds a lookup of the endpoint's locality
-// (hash of the address, binary search) and two relaxed fetch_adds on the
+// per call. With LRS on, that adds a lookup of the endpoint's locality (an
+// array slot at the endpoint's index) and two relaxed fetch_adds on the
 // thread's own shard; the control thread's report reads are not in the
 // loop (they happen once per report interval).
 #include <benchmark/benchmark.h>
@@ -37,16 +37,17 @@ class RotatingPicker final : public Picker {
 struct Setup {
   Setup() {
     for (int i = 0; i < kEndpoints; ++i) {
-      endpoints.push_back(Endpoint{"10.0." + std::to_string(i) + ".1:8443", nullptr});
+      endpoints.push_back(
+          Endpoint{"10.0." + std::to_string(i) + ".1:8443", nullptr, static_cast<uint32_t>(i)});
     }
   }
   std::unique_ptr<ClusterImplPicker> MakePicker(bool lrs) {
     ClusterLoadCounters load;
     if (lrs) {
-      load.cluster = stats;
+      load.drops = stats;
       for (int i = 0; i < kEndpoints; ++i) {
         load.localities.emplace_back(
-            endpoints[i].address,
+            endpoints[i].index,
             stats->Locality(LocalityName{"r", "z" + std::to_string(i / 4), ""}));
       }
     }

@@ -43,6 +43,10 @@ class LocalityLoadStats;  // calls of one locality, for load reports (LRS)
 struct Endpoint {
   std::string address;  // "10.0.0.1:443", "[2001:db8::1]:443"
   Subchannel* subchannel = nullptr;
+  // Small and unique among the live endpoints of one channel (reused once
+  // an endpoint is gone): a picker keeps what it knows per endpoint in an
+  // array at this index, so a pick looks it up without hashing the address.
+  uint32_t index = 0;
 };
 
 // A request header as the picker sees it (lower-case name).

@@ -14,6 +14,7 @@
 #include "lb/cluster_load_balancer.h"
 #include "lb/lb_policy.h"
 #include "runtime/host_resolver.h"
+#include "xds/client/xds_client_impl.h"
 #include "xds/lrs/load_reporting_client.h"
 #include "xds/routing/route_selection.h"
 
@@ -103,19 +104,18 @@ struct Channel::Impl {
   bool shut_down = false;
   // Calls waiting for the next config or picker.
   std::vector<Event*> waiters;
-  // LRS streams of the clusters that name an lrs_server (made on first use).
-  std::unique_ptr<LoadReportingClient> load_reporting;
-
-  // A42: the counters of a cluster that reports load, else nullptr.
+  // A42: the counters of a cluster that reports load, else nullptr. The
+  // LRS streams belong to the XdsClient, as in gRPC: every channel on it
+  // shares one stream per LRS server, and the same cluster's load from
+  // several channels adds up in one ClusterStats.
   std::shared_ptr<ClusterLoadStats> LoadStatsFor(const std::string& name,
                                                  const ClusterResource& cluster) {
     if (!cluster.lrs_server.has_value() || xds_client == nullptr) return nullptr;
-    if (load_reporting == nullptr) {
-      load_reporting = std::make_unique<LoadReportingClient>(loop, xds_client->bootstrap().node,
-                                                             options.load_reporting);
-    }
     // gRPC reports the EDS service name only when the Cluster sets one.
     const auto* eds = std::get_if<ClusterResource::Eds>(&cluster.type);
+    LoadReportingClient* load_reporting =
+        xds_internal::ImplOf(*xds_client).load_reporting(options.load_reporting);
+    if (load_reporting == nullptr) return nullptr;  // the client is shutting down
     return load_reporting->AddCluster(*cluster.lrs_server, name,
                                       eds != nullptr ? eds->eds_service_name : "");
   }
@@ -175,16 +175,25 @@ struct Channel::Impl {
     if (const auto* endpoint_config =
             std::get_if<XdsConfig::ClusterConfig::EndpointConfig>(&cluster.children)) {
       state.note = endpoint_config->resolution_note;
-      state.lb->SetLoadStats(LoadStatsFor(name, *cluster.cluster));
+      ClusterLoadBalancer::LoadReporting load;
+      load.drops = LoadStatsFor(name, *cluster.cluster);
+      if (endpoint_config->endpoints != nullptr) {
+        load.priorities.assign(endpoint_config->endpoints->priorities.size(), load.drops);
+      }
+      state.lb->SetLoadStats(std::move(load));
       state.lb->Update(*cluster.cluster, endpoint_config->endpoints != nullptr
                                              ? *endpoint_config->endpoints
                                              : EndpointResource());
       return;
     }
     // A37: an aggregate cluster is one priority list: each leaf's
-    // priorities in order, under the aggregate cluster's LB policy.
+    // priorities in order, under the aggregate cluster's LB policy. Each
+    // leaf that names an lrs_server reports the calls of its own
+    // priorities (in gRPC each priority child keeps its leaf's
+    // cluster_impl).
     const auto& aggregate = std::get<XdsConfig::ClusterConfig::AggregateConfig>(cluster.children);
     EndpointResource combined;
+    ClusterLoadBalancer::LoadReporting load;
     std::string note;
     for (const std::string& leaf : aggregate.leaf_clusters) {
       auto leaf_it = config->clusters.find(leaf);
@@ -194,11 +203,14 @@ struct Channel::Impl {
       if (leaf_endpoints == nullptr) continue;
       if (note.empty()) note = leaf_endpoints->resolution_note;
       if (leaf_endpoints->endpoints == nullptr) continue;
+      std::shared_ptr<ClusterLoadStats> leaf_load = LoadStatsFor(leaf, *leaf_it->second->cluster);
       for (const auto& priority : leaf_endpoints->endpoints->priorities) {
         combined.priorities.push_back(priority);
+        load.priorities.push_back(leaf_load);
       }
     }
     state.note = note;
+    state.lb->SetLoadStats(std::move(load));
     state.lb->Update(*cluster.cluster, combined);
   }
 
@@ -230,10 +242,10 @@ struct Channel::Impl {
     std::shared_ptr<SubchannelPool> pool;  // outlives `subchannel`
     SubchannelRef subchannel;
     // What CallFinished() reports when the call ends; `counter` and
-    // `load_stats` keep what it points to alive.
+    // `locality_stats` keep what it points to alive.
     PickResult call_end;
     std::shared_ptr<CallCounter> counter;
-    std::shared_ptr<ClusterLoadStats> load_stats;
+    std::shared_ptr<LocalityLoadStats> locality_stats;
   };
   Task<StatusOr<PickedEndpoint>> PickForCall(const std::string& method, const CallOptions& options,
                                              std::optional<Loop::Clock::time_point> deadline);
@@ -315,7 +327,8 @@ Task<void> Channel::Shutdown() {
   impl.clusters.clear();
   impl.WakeWaiters();
   co_await impl.subchannels->Shutdown();
-  if (impl.load_reporting != nullptr) co_await impl.load_reporting->Shutdown();
+  // The XdsClient's LRS streams send this channel's last counts and end
+  // once no channel reports to them.
   impl.xds_client.reset();
 }
 
@@ -434,7 +447,9 @@ Task<StatusOr<Channel::Impl::PickedEndpoint>> Channel::Impl::PickForCall(
     picked.subchannel = SubchannelRef(subchannel);
     picked.call_end = call_end;
     if (call_end.call_counter != nullptr) picked.counter = cluster.lb->call_counter();
-    if (call_end.locality_stats != nullptr) picked.load_stats = cluster.lb->load_stats();
+    if (call_end.locality_stats != nullptr) {
+      picked.locality_stats = call_end.locality_stats->shared_from_this();
+    }
     co_return picked;
   }
 }
@@ -474,7 +489,7 @@ Task<StatusOr<std::unique_ptr<ClientStream>>> Channel::StartStream(std::string m
   impl->subchannel = std::move(picked->subchannel);
   impl->call_end = picked->call_end;
   impl->counter = std::move(picked->counter);
-  impl->load_stats = std::move(picked->load_stats);
+  impl->locality_stats = std::move(picked->locality_stats);
   impl->peer = std::move(picked->peer);
   impl->call = std::move(call);
   co_return std::make_unique<ClientStream>(std::move(impl));

@@ -31,7 +31,7 @@ struct ClientStream::Impl {
     if (std::exchange(released, true)) return;
     CallFinished(call_end, ok);
     counter.reset();
-    load_stats.reset();
+    locality_stats.reset();
   }
 
   // Members in the order they must outlive each other.
@@ -42,7 +42,7 @@ struct ClientStream::Impl {
   // Keep what call_end points to alive until the call ends (null when the
   // cluster counts no calls / reports no load).
   std::shared_ptr<CallCounter> counter;
-  std::shared_ptr<ClusterLoadStats> load_stats;
+  std::shared_ptr<LocalityLoadStats> locality_stats;
   std::string peer;
   std::unique_ptr<http2::ClientCall> call;
 };

@@ -1,7 +1,6 @@
 #include "lb/cluster_impl.h"
 
 #include <algorithm>
-#include <functional>
 
 namespace uxds {
 
@@ -13,31 +12,28 @@ ClusterImplPicker::ClusterImplPicker(const std::vector<EndpointResource::DropCat
       child_(std::move(child)),
       // gRPC's texts for both kinds of drop.
       circuit_breaker_drop_(UnavailableError("circuit breaker drop")),
-      load_(std::move(load.cluster)) {
+      drop_stats_(std::move(load.drops)) {
   drops_.reserve(drops.size());
   for (const auto& d : drops) {
-    drops_.push_back(Drop{d.requests_per_million,
-                          UnavailableError("EDS-configured drop: " + d.category),
-                          load_ != nullptr ? load_->DropCategory(d.category) : nullptr});
+    drops_.push_back(
+        Drop{d.requests_per_million, UnavailableError("EDS-configured drop: " + d.category),
+             drop_stats_ != nullptr ? drop_stats_->DropCategory(d.category) : nullptr});
   }
-  if (load_ == nullptr) return;
+  if (load.localities.empty()) return;
+  // Endpoint indices are dense per pool, and a cluster's endpoints were
+  // mostly made together: the span they cover is short.
+  auto [lowest, highest] =
+      std::minmax_element(load.localities.begin(), load.localities.end(),
+                          [](const auto& a, const auto& b) { return a.first < b.first; });
+  first_index_ = lowest->first;
+  locality_by_index_.assign(size_t{highest->first} - first_index_ + 1, nullptr);
   localities_.reserve(load.localities.size());
-  for (auto& [address, stats] : load.localities) {
-    const size_t hash = std::hash<std::string_view>{}(address);
-    localities_.push_back(LocalityEntry{hash, std::move(address), std::move(stats)});
+  for (auto& [index, stats] : load.localities) {
+    LocalityLoadStats*& slot = locality_by_index_[index - first_index_];
+    // An address listed twice counts where it was listed first.
+    if (slot == nullptr) slot = stats.get();
+    localities_.push_back(std::move(stats));
   }
-  std::sort(localities_.begin(), localities_.end(),
-            [](const LocalityEntry& a, const LocalityEntry& b) { return a.hash < b.hash; });
-}
-
-LocalityLoadStats* ClusterImplPicker::LocalityOf(std::string_view address) const {
-  const size_t hash = std::hash<std::string_view>{}(address);
-  auto it = std::lower_bound(localities_.begin(), localities_.end(), hash,
-                             [](const LocalityEntry& e, size_t h) { return e.hash < h; });
-  for (; it != localities_.end() && it->hash == hash; ++it) {
-    if (it->address == address) return it->stats.get();
-  }
-  return nullptr;
 }
 
 PickResult ClusterImplPicker::Pick(const PickArgs& args) const {
@@ -51,20 +47,20 @@ PickResult ClusterImplPicker::Pick(const PickArgs& args) const {
   // A32: over max_requests the call is dropped, before the child picks.
   // gRPC reports these drops without a category.
   if (counter_->Load() >= static_cast<int64_t>(max_requests_)) {
-    if (load_ != nullptr) load_->uncategorized_drops().Add();
+    if (drop_stats_ != nullptr) drop_stats_->uncategorized_drops().Add();
     return PickResult::Drop(&circuit_breaker_drop_);
   }
   PickResult result = child_->Pick(args);
   if (result.kind == PickResult::Kind::kComplete) {
     if (!counter_->TryAcquire(max_requests_)) {
-      if (load_ != nullptr) load_->uncategorized_drops().Add();
+      if (drop_stats_ != nullptr) drop_stats_->uncategorized_drops().Add();
       return PickResult::Drop(&circuit_breaker_drop_);
     }
     result.call_counter = counter_.get();
-    if (load_ != nullptr) {
+    if (!locality_by_index_.empty()) {
       // A42: the call counts in the locality of the endpoint the child
       // picked, from now until the channel reports its end (CallFinished).
-      result.locality_stats = LocalityOf(result.endpoint->address);
+      result.locality_stats = LocalityOf(*result.endpoint);
       if (result.locality_stats != nullptr) result.locality_stats->CallStarted();
     }
   }

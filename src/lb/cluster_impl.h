@@ -7,7 +7,6 @@
 
 #include <memory>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "lb/call_counter.h"
@@ -19,9 +18,11 @@ namespace uxds {
 
 // The load report counters a picker writes (all null/empty: no LRS).
 struct ClusterLoadCounters {
-  std::shared_ptr<ClusterLoadStats> cluster;
-  // Per endpoint address, the stats of the locality it is in.
-  std::vector<std::pair<std::string, std::shared_ptr<LocalityLoadStats>>> localities;
+  // Where drops count (null: drops are not reported).
+  std::shared_ptr<ClusterLoadStats> drops;
+  // Per Endpoint::index, the stats of the endpoint's locality. An aggregate
+  // cluster's endpoints count in the localities of their leaf clusters (A37).
+  std::vector<std::pair<uint32_t, std::shared_ptr<LocalityLoadStats>>> localities;
 };
 
 class ClusterImplPicker final : public Picker {
@@ -37,22 +38,24 @@ class ClusterImplPicker final : public Picker {
     Status status;
     std::shared_ptr<ShardedCounter> reported;  // LRS: dropped_requests of the category
   };
-  // A42: the picked endpoint's locality, found by its address. A table
-  // sorted by the address's hash: no allocation, no lock, O(log n).
-  struct LocalityEntry {
-    size_t hash;
-    std::string address;
-    std::shared_ptr<LocalityLoadStats> stats;
-  };
-  LocalityLoadStats* LocalityOf(std::string_view address) const;
+  // A42: the picked endpoint's locality: one subtraction and one load, by
+  // the index the endpoint carries (no hash, no search on the data path).
+  LocalityLoadStats* LocalityOf(const Endpoint& endpoint) const {
+    const uint32_t slot = endpoint.index - first_index_;
+    return slot < locality_by_index_.size() ? locality_by_index_[slot] : nullptr;
+  }
 
   std::vector<Drop> drops_;
   std::shared_ptr<CallCounter> counter_;
   uint32_t max_requests_;
   std::shared_ptr<const Picker> child_;
   Status circuit_breaker_drop_;
-  std::shared_ptr<ClusterLoadStats> load_;
-  std::vector<LocalityEntry> localities_;
+  std::shared_ptr<ClusterLoadStats> drop_stats_;
+  // Indexed by Endpoint::index - first_index_ (null: not counted).
+  uint32_t first_index_ = 0;
+  std::vector<LocalityLoadStats*> locality_by_index_;
+  // Keeps what locality_by_index_ points to alive.
+  std::vector<std::shared_ptr<LocalityLoadStats>> localities_;
 };
 
 }  // namespace uxds

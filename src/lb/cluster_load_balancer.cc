@@ -55,13 +55,16 @@ void ClusterLoadBalancer::Update(const ClusterResource& cluster,
   max_requests_ = cluster.max_concurrent_requests;
   drops_ = endpoints.drop_overloads;
   endpoint_localities_.clear();
-  for (const auto& priority : endpoints.priorities) {
-    for (const auto& locality : priority.localities) {
+  for (size_t p = 0; p < endpoints.priorities.size(); ++p) {
+    if (p >= load_.priorities.size() || load_.priorities[p] == nullptr) continue;
+    ClusterLoadStats& stats = *load_.priorities[p];
+    for (const auto& locality : endpoints.priorities[p].localities) {
+      std::shared_ptr<LocalityLoadStats> locality_stats = stats.Locality(locality.name);
       for (const auto& e : locality.endpoints) {
         if (e.addresses.empty()) continue;
-        // The address as the subchannel spells it (what a pick returns).
+        // The address as the subchannel spells it.
         auto address = SocketAddress::Parse(e.addresses.front());
-        if (address.ok()) endpoint_localities_.emplace_back(address->ToString(), locality.name);
+        if (address.ok()) endpoint_localities_.emplace_back(address->ToString(), locality_stats);
       }
     }
   }
@@ -76,17 +79,19 @@ void ClusterLoadBalancer::Update(const ClusterResource& cluster,
   priority_->Update(ToPriorities(endpoints));
 }
 
-void ClusterLoadBalancer::SetLoadStats(std::shared_ptr<ClusterLoadStats> stats) {
-  load_stats_ = std::move(stats);
-}
+void ClusterLoadBalancer::SetLoadStats(LoadReporting load) { load_ = std::move(load); }
 
 ClusterLoadCounters ClusterLoadBalancer::LoadCounters() const {
   ClusterLoadCounters counters;
-  if (load_stats_ == nullptr) return counters;
-  counters.cluster = load_stats_;
+  counters.drops = load_.drops;
   counters.localities.reserve(endpoint_localities_.size());
-  for (const auto& [address, locality] : endpoint_localities_) {
-    counters.localities.emplace_back(address, load_stats_->Locality(locality));
+  for (const auto& [address, stats] : endpoint_localities_) {
+    // Endpoints the policies have made a subchannel for: only those can be
+    // picked (a priority not started yet has none; its first report comes
+    // with a new picker).
+    if (const Subchannel* s = pool_->Find(address)) {
+      counters.localities.emplace_back(s->endpoint().index, stats);
+    }
   }
   return counters;
 }

@@ -6,6 +6,9 @@
 
 #include <functional>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "lb/call_counter.h"
 #include "lb/cluster_impl.h"
@@ -35,9 +38,17 @@ class ClusterLoadBalancer {
   // the tree (subchannels are kept by the pool as long as a policy uses
   // them); otherwise the endpoints are passed down.
   void Update(const ClusterResource& cluster, const EndpointResource& endpoints);
-  // A42: from the next picker on, count calls per locality and drops into
-  // `stats` (the cluster's load report); nullptr stops counting.
-  void SetLoadStats(std::shared_ptr<ClusterLoadStats> stats);
+  // A42: from the next Update() on, count calls per locality and drops
+  // into these load reports; all null stops counting.
+  struct LoadReporting {
+    // Drops (A27 categories, A32 circuit breaking).
+    std::shared_ptr<ClusterLoadStats> drops;
+    // Per priority of the endpoints, whose localities its calls count in:
+    // an aggregate cluster's priorities belong to its leaf clusters, and
+    // each leaf reports its own load (A37). Missing or null: not counted.
+    std::vector<std::shared_ptr<ClusterLoadStats>> priorities;
+  };
+  void SetLoadStats(LoadReporting load);
 
   PickerSlot& picker_slot() { return slot_; }
   ConnectivityState state() const { return state_; }
@@ -49,9 +60,6 @@ class ClusterLoadBalancer {
   // The counter this cluster's picks count calls on (PickResult::call_counter):
   // a call holds it, so ending the call stays safe after the cluster is gone.
   std::shared_ptr<CallCounter> call_counter() const { return counter_; }
-  // The load report counters picks count on (PickResult::locality_stats),
-  // or nullptr: a call keeps them, as it keeps the counter.
-  std::shared_ptr<ClusterLoadStats> load_stats() const { return load_stats_; }
   const PriorityPolicy* priority() const { return priority_.get(); }
 
   // A27: usable endpoints (HEALTHY / UNKNOWN) of each priority, as the
@@ -76,9 +84,10 @@ class ClusterLoadBalancer {
   std::shared_ptr<CallCounter> counter_ = std::make_shared<CallCounter>();
   uint32_t max_requests_ = ClusterResource::kDefaultMaxConcurrentRequests;
   std::vector<EndpointResource::DropCategory> drops_;
-  std::shared_ptr<ClusterLoadStats> load_stats_;
-  // Each endpoint address with its locality, for the load report.
-  std::vector<std::pair<std::string, LocalityName>> endpoint_localities_;
+  LoadReporting load_;
+  // Each endpoint address with the stats of its locality, for the load
+  // report.
+  std::vector<std::pair<std::string, std::shared_ptr<LocalityLoadStats>>> endpoint_localities_;
   PickerSlot slot_;
   Timer reclaim_timer_;
   ConnectivityState state_ = ConnectivityState::kIdle;

@@ -1,13 +1,14 @@
 #include "lb/subchannel.h"
 
 #include <algorithm>
+#include <functional>
 
 namespace uxds {
 
-Subchannel::Subchannel(SubchannelPool& pool, SocketAddress address)
+Subchannel::Subchannel(SubchannelPool& pool, SocketAddress address, uint32_t index)
     : pool_(pool),
       address_(address),
-      endpoint_{address.ToString(), this},
+      endpoint_{address.ToString(), this, index},
       group_(std::make_unique<TaskGroup>(pool.loop())),
       backoff_({pool.options().initial_backoff, pool.options().backoff_multiplier,
                 pool.options().backoff_jitter, pool.options().max_backoff}) {}
@@ -144,11 +145,24 @@ SubchannelRef SubchannelPool::Get(const SocketAddress& address) {
   const std::string key = address.ToString();
   auto it = subchannels_.find(key);
   if (it == subchannels_.end()) {
-    auto* s = new Subchannel(*this, address);
+    uint32_t index = next_index_;
+    if (free_indices_.empty()) {
+      ++next_index_;
+    } else {
+      std::pop_heap(free_indices_.begin(), free_indices_.end(), std::greater<>());
+      index = free_indices_.back();
+      free_indices_.pop_back();
+    }
+    auto* s = new Subchannel(*this, address, index);
     it = subchannels_.emplace(key, s).first;
     s->group_->Spawn(s->Run());
   }
   return SubchannelRef(it->second);
+}
+
+const Subchannel* SubchannelPool::Find(const std::string& address) const {
+  auto it = subchannels_.find(address);
+  return it == subchannels_.end() ? nullptr : it->second;
 }
 
 void SubchannelPool::Release(Subchannel* s) {
@@ -157,6 +171,12 @@ void SubchannelPool::Release(Subchannel* s) {
   // draining now removes it from the stack for good.
   if (s->request_queued_.load(std::memory_order_acquire)) DrainRequests();
   subchannels_.erase(s->address());
+  // No picker can return `s` any more (a picker holds a reference to each
+  // endpoint it returns), so its index is free. A cluster_impl picker whose
+  // locality table still lists the index never sees the endpoint that takes
+  // it next: that endpoint is newer than the picker's child.
+  free_indices_.push_back(s->endpoint_.index);
+  std::push_heap(free_indices_.begin(), free_indices_.end(), std::greater<>());
   s->watchers_.clear();
   if (shut_down_) {
     delete s;  // Shutdown() already cancelled and joined its task

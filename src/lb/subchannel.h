@@ -79,7 +79,7 @@ class Subchannel {
  private:
   friend class SubchannelPool;
   friend class SubchannelRef;
-  Subchannel(SubchannelPool& pool, SocketAddress address);
+  Subchannel(SubchannelPool& pool, SocketAddress address, uint32_t index);
   Task<void> Run();
   Task<void> ConnectOnce();
   void SetState(ConnectivityState raw, Status status);
@@ -139,6 +139,9 @@ class SubchannelPool : public std::enable_shared_from_this<SubchannelPool> {
 
   // The subchannel for `address` (created IDLE if there is none).
   SubchannelRef Get(const SocketAddress& address);
+  // The live subchannel for `address` ("10.0.0.1:443", as
+  // SocketAddress::ToString() spells it), or nullptr.
+  const Subchannel* Find(const std::string& address) const;
   size_t size() const { return subchannels_.size(); }
   Loop& loop() const { return loop_; }
   const SubchannelOptions& options() const { return options_; }
@@ -158,8 +161,12 @@ class SubchannelPool : public std::enable_shared_from_this<SubchannelPool> {
   Loop& loop_;
   SubchannelOptions options_;
   std::map<std::string, Subchannel*> subchannels_;  // owned; by address text
-  std::unique_ptr<TaskGroup> reapers_;              // shuts released subchannels down
-  std::atomic<Subchannel*> requests_{nullptr};      // lock-free stack (any thread)
+  // Endpoint::index values: the smallest free one is taken, so they stay
+  // dense (as many as the pool's largest size).
+  std::vector<uint32_t> free_indices_;  // a min-heap
+  uint32_t next_index_ = 0;
+  std::unique_ptr<TaskGroup> reapers_;          // shuts released subchannels down
+  std::atomic<Subchannel*> requests_{nullptr};  // lock-free stack (any thread)
   bool shut_down_ = false;
 };
 

@@ -99,17 +99,28 @@ TEST(LoadStatsTest, InProgressCallsAreReportedAndKeepTheLocality) {
 
 TEST(LoadStatsTest, ClusterImplPickerCountsPicksDropsAndCircuitBreakerDrops) {
   auto stats = std::make_shared<ClusterLoadStats>("c", "s");
-  Endpoint a{"10.0.0.1:443", nullptr};
-  Endpoint b{"10.0.0.2:443", nullptr};
+  // Endpoints are known by their index; `unlisted` has none in the table
+  // (below, between and above the listed ones are all looked at).
+  Endpoint a{"10.0.0.1:443", nullptr, 7};
+  Endpoint b{"10.0.0.2:443", nullptr, 9};
   ClusterLoadCounters load;
-  load.cluster = stats;
-  load.localities = {{a.address, stats->Locality(Zone("za"))},
-                     {b.address, stats->Locality(Zone("zb"))}};
+  load.drops = stats;
+  load.localities = {{a.index, stats->Locality(Zone("za"))},
+                     {b.index, stats->Locality(Zone("zb"))}};
   auto counter = std::make_shared<CallCounter>();
+  for (uint32_t index : {0u, 6u, 8u, 10u, 1u << 31}) {
+    Endpoint unlisted{"10.0.0.3:443", nullptr, index};
+    ClusterImplPicker picker({}, counter, 2, std::make_shared<FixedPicker>(&unlisted), load);
+    PickResult picked = picker.Pick({});
+    ASSERT_EQ(picked.kind, PickResult::Kind::kComplete);
+    EXPECT_EQ(picked.locality_stats, nullptr) << index;
+    CallFinished(picked, true);
+  }
   ClusterImplPicker to_b({}, counter, /*max_requests=*/2, std::make_shared<FixedPicker>(&b), load);
   PickResult first = to_b.Pick({});
   ASSERT_EQ(first.kind, PickResult::Kind::kComplete);
   ASSERT_NE(first.locality_stats, nullptr);
+  EXPECT_EQ(first.locality_stats->name().zone, "zb");
   PickResult second = to_b.Pick({});
   ASSERT_EQ(second.kind, PickResult::Kind::kComplete);
   // A32: over max_requests, a drop without a category.

@@ -70,6 +70,25 @@ TEST_F(SubchannelTest, OnePerAddressSharedByEveryUser) {
   EXPECT_EQ(pool_->size(), 0u);
 }
 
+// Endpoint::index: unique among live subchannels, the smallest free one
+// taken, so pickers can keep per-endpoint arrays; Find() sees live ones.
+TEST_F(SubchannelTest, EndpointIndicesAreDenseAndReused) {
+  SubchannelRef s0 = pool_->Get(SocketAddress::Loopback4(1));
+  SubchannelRef s1 = pool_->Get(SocketAddress::Loopback4(2));
+  SubchannelRef s2 = pool_->Get(SocketAddress::Loopback4(3));
+  EXPECT_EQ(s0->endpoint().index, 0u);
+  EXPECT_EQ(s1->endpoint().index, 1u);
+  EXPECT_EQ(s2->endpoint().index, 2u);
+  EXPECT_EQ(pool_->Find(s1->address()), s1.get());
+  const std::string released = s1->address();
+  s1 = SubchannelRef();
+  EXPECT_EQ(pool_->Find(released), nullptr);
+  SubchannelRef s3 = pool_->Get(SocketAddress::Loopback4(4));
+  EXPECT_EQ(s3->endpoint().index, 1u);
+  SubchannelRef s4 = pool_->Get(SocketAddress::Loopback4(5));
+  EXPECT_EQ(s4->endpoint().index, 3u);
+}
+
 TEST_F(SubchannelTest, RefusedConnectionIsStickyTransientFailureAndRetriesWithBackoff) {
   const SocketAddress refused = lb_testing::RefusedAddress();
   loop_->BlockOn([&]() -> Task<void> {

@@ -7,6 +7,7 @@
 #include "xds/bootstrap.h"
 #include "xds/client/ads_protocol.h"
 #include "xds/client/xds_resource_name.h"
+#include "xds/lrs/load_reporting_client.h"
 
 #ifndef UXDS_VERSION
 #define UXDS_VERSION "dev"
@@ -43,7 +44,16 @@ Task<void> XdsClientImpl::Shutdown() {
   co_await shutdown_tasks_.Join();
 }
 
+LoadReportingClient* XdsClientImpl::load_reporting(const LoadReportingOptions& options) {
+  if (shutdown_ != ShutdownState::kNone) return nullptr;
+  if (load_reporting_ == nullptr) {
+    load_reporting_ = std::make_unique<LoadReportingClient>(loop_, bootstrap_.node, options);
+  }
+  return load_reporting_.get();
+}
+
 Task<void> XdsClientImpl::TearDown() {
+  if (load_reporting_ != nullptr) co_await load_reporting_->Shutdown();
   co_await tasks_.CancelAndJoin();
   for (auto& [key, channel] : channels_) {
     cache_.StopResourceTimers(channel->server());

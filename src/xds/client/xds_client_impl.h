@@ -13,12 +13,17 @@
 #include "envoy/config/core/v3/base.pb.h"
 #include "envoy/service/status/v3/csds.pb.h"
 #include "uxds/bootstrap.h"
+#include "uxds/load_reporting.h"
 #include "uxds/loop.h"
 #include "uxds/task.h"
 #include "uxds/xds_client.h"
 #include "xds/client/watcher_notification_queue.h"
 #include "xds/client/xds_resource_cache.h"
 #include "xds/client/xds_server_channel.h"
+
+namespace uxds {
+class LoadReportingClient;
+}  // namespace uxds
 
 namespace uxds::xds_internal {
 
@@ -51,6 +56,10 @@ class XdsClientImpl final : private XdsServerEvents {
   const XdsClientOptions& options() const { return options_; }
   // The Node sent on each stream (and reported by CSDS).
   const envoy::config::core::v3::Node& node() const { return node_; }
+  // The LRS streams of every channel on this client: one per LRS server,
+  // as gRPC's XdsClient has one LrsClient. Made on first use with the
+  // options of that first caller; nullptr once Shutdown() has begun.
+  LoadReportingClient* load_reporting(const LoadReportingOptions& options);
 
  private:
   // A watch that subscribes nothing (invalid name, unknown authority): its
@@ -93,6 +102,7 @@ class XdsClientImpl final : private XdsServerEvents {
   // CancelWatch() must still silence them before that.
   std::vector<FailedWatch> failed_watches_;
   TaskGroup tasks_;  // the channels' Run() and the notification delivery
+  std::unique_ptr<LoadReportingClient> load_reporting_;
   enum class ShutdownState { kNone, kRunning, kDone };
   ShutdownState shutdown_ = ShutdownState::kNone;
   // Runs TearDown(): every Shutdown() caller joins it, and a join is not cut

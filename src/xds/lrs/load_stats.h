@@ -40,7 +40,7 @@ class ShardedCounter {
 };
 
 // The calls of one locality of one cluster.
-class LocalityLoadStats {
+class LocalityLoadStats : public std::enable_shared_from_this<LocalityLoadStats> {
  public:
   explicit LocalityLoadStats(LocalityName name) : name_(std::move(name)) {}
   LocalityLoadStats(const LocalityLoadStats&) = delete;

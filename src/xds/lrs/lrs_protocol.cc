@@ -52,8 +52,9 @@ StatusOr<LoadStatsResponse> ParseLoadStatsResponse(std::string_view serialized,
     return InvalidArgumentError("LoadStatsResponse: not a valid message");
   }
   const auto& duration = message.load_reporting_interval();
-  if (duration.seconds() < 0 || duration.nanos() < 0 || duration.nanos() > 999999999) {
-    return InvalidArgumentError("LoadStatsResponse.load_reporting_interval: invalid duration");
+  if (duration.nanos() < -999999999 || duration.nanos() > 999999999) {
+    return InvalidArgumentError(
+        "LoadStatsResponse.load_reporting_interval.nanos: must be within +-999999999");
   }
   LoadStatsResponse response;
   response.send_all_clusters = message.send_all_clusters();
@@ -64,6 +65,10 @@ StatusOr<LoadStatsResponse> ParseLoadStatsResponse(std::string_view serialized,
   const auto max_seconds = std::chrono::duration_cast<std::chrono::seconds>(max_interval);
   if (duration.seconds() >= max_seconds.count()) {
     response.interval = max_interval;
+  } else if (duration.seconds() < 0 || duration.nanos() < 0) {
+    // gRPC raises an interval under its minimum, a negative one included,
+    // to the minimum.
+    response.interval = min_interval;
   } else {
     response.interval =
         std::chrono::seconds(duration.seconds()) + std::chrono::nanoseconds(duration.nanos());

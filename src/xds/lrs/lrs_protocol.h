@@ -30,9 +30,10 @@ struct LoadStatsResponse {
   std::set<std::string> clusters;  // when !send_all_clusters
   std::chrono::nanoseconds interval{0};
 };
-// Bounds the interval to [min_interval, max_interval]. INVALID_ARGUMENT
-// naming the field for bytes that are no LoadStatsResponse or a negative
-// interval.
+// Bounds the interval to [min_interval, max_interval] (a negative one
+// becomes min_interval, as in gRPC). INVALID_ARGUMENT naming the field for
+// bytes that are no LoadStatsResponse or nanos out of range; the caller
+// ignores such a response and keeps the stream, as gRPC does.
 StatusOr<LoadStatsResponse> ParseLoadStatsResponse(std::string_view serialized,
                                                    std::chrono::nanoseconds min_interval,
                                                    std::chrono::nanoseconds max_interval);
