@@ -274,8 +274,11 @@ class LoadReportingTest : public ::testing::Test {
         }
         for (const auto& dropped : cluster.dropped_requests()) {
           dropped_[dropped.category()] += dropped.dropped_count();
+          dropped_by_cluster_[cluster.cluster_name()][dropped.category()] +=
+              dropped.dropped_count();
         }
         total_dropped_ += cluster.total_dropped_requests();
+        total_dropped_by_cluster_[cluster.cluster_name()] += cluster.total_dropped_requests();
       }
     }
   }
@@ -301,6 +304,9 @@ class LoadReportingTest : public ::testing::Test {
   std::map<std::string, std::map<std::string, LocalityTotals>> by_cluster_;
   std::map<std::string, uint64_t> dropped_;
   uint64_t total_dropped_ = 0;
+  // By cluster (then category).
+  std::map<std::string, std::map<std::string, uint64_t>> dropped_by_cluster_;
+  std::map<std::string, uint64_t> total_dropped_by_cluster_;
   std::set<std::string> reported_clusters_;
 };
 
