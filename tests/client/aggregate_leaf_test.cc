@@ -35,7 +35,8 @@ class AggregateLeafTest : public LoadReportingTest {
 
   // Starts a FullDuplexCall that stays in flight (nothing is written, the
   // server waits) until the stream is destroyed on the control loop.
-  StatusOr<std::unique_ptr<ClientStream>> OpenStream() {
+  StatusOr<std::unique_ptr<ClientStream>> OpenStream() { return OpenStreamOn(*channel_); }
+  StatusOr<std::unique_ptr<ClientStream>> OpenStreamOn(Channel& channel) {
     std::promise<StatusOr<std::unique_ptr<ClientStream>>> result;
     control_->RunSync([&] {
       auto open = [](Channel* channel,
@@ -45,7 +46,7 @@ class AggregateLeafTest : public LoadReportingTest {
         options.wait_for_ready = true;
         out->set_value(co_await channel->StartStream(test_service::kFullDuplexCall, options));
       };
-      control_->loop().Spawn(open(channel_.get(), &result));
+      control_->loop().Spawn(open(&channel, &result));
     });
     return result.get_future().get();
   }
@@ -177,6 +178,32 @@ TEST_F(AggregateLeafTest, EachLeafHasItsOwnCircuitBreaker) {
   EXPECT_EQ(total_dropped_by_cluster_["b"], 0u);
   // Circuit-breaker drops carry no category (as in gRPC).
   EXPECT_TRUE(dropped_by_cluster_["a"].empty());
+}
+
+// A37: the circuit-breaking counter of a cluster is shared across the
+// channels of one XdsClient: a stream through one channel's aggregate holds
+// leaf a's one call, and another channel's call to a is dropped.
+TEST_F(AggregateLeafTest, ALeafsCircuitBreakerIsSharedAcrossChannels) {
+  SetUpRoutes({{test_service::kFullDuplexCall, "agg"}, {"", "a"}});
+  ASSERT_TRUE(cp_->SetResources(kCdsType,
+                                {{"agg", AggregateCluster("agg", {"a", "b"})},
+                                 {"a", LimitedCluster("a", 1)},
+                                 {"b", LimitedCluster("b", 1)}},
+                                "1"));
+  ASSERT_TRUE(cp_->SetResources(kEdsType,
+                                {{"s-a", EndpointsByZone("s-a", {addresses_[0]})},
+                                 {"s-b", EndpointsByZone("s-b", {addresses_[1]})}},
+                                "1"));
+  CreateChannel();
+  second_channel_ = MakeChannel();
+  AcceptLrsStream();
+  StatusOr<std::unique_ptr<ClientStream>> held = OpenStream();
+  ASSERT_TRUE(held.ok()) << held.status().ToString();
+  ASSERT_EQ((*held)->peer(), addresses_[0]);
+  StatusOr<UnaryResponse> other = CallOn(*second_channel_);
+  ASSERT_FALSE(other.ok()) << "the second channel does not share leaf a's counter";
+  EXPECT_TRUE(IsDrop(other.status(), "circuit breaker drop")) << other.status().ToString();
+  CloseStream(*held);
 }
 
 }  // namespace
