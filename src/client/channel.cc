@@ -175,8 +175,10 @@ struct Channel::Impl {
     if (const auto* endpoint_config =
             std::get_if<XdsConfig::ClusterConfig::EndpointConfig>(&cluster.children)) {
       state.note = endpoint_config->resolution_note;
+      // A reference, not a copy (the conditional must not make a temporary).
+      static const EndpointResource kNoEndpoints;
       const EndpointResource& endpoints =
-          endpoint_config->endpoints != nullptr ? *endpoint_config->endpoints : EndpointResource();
+          endpoint_config->endpoints != nullptr ? *endpoint_config->endpoints : kNoEndpoints;
       state.lb->Update(*cluster.cluster, endpoints,
                        ClusterImplConfigFor(name, *cluster.cluster, endpoints.drop_overloads));
       return;
