@@ -11,21 +11,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// A reporting EDS cluster (service "s-<name>") whose DEFAULT threshold
-// allows `max_requests` calls in flight.
-ResponseResource LimitedCluster(const std::string& name, uint32_t max_requests) {
-  envoy::config::cluster::v3::Cluster cluster;
-  cluster.set_name(name);
-  cluster.set_type(envoy::config::cluster::v3::Cluster::EDS);
-  cluster.mutable_eds_cluster_config()->mutable_eds_config()->mutable_ads();
-  cluster.mutable_eds_cluster_config()->set_service_name("s-" + name);
-  cluster.mutable_lrs_server()->mutable_self();
-  auto* threshold = cluster.mutable_circuit_breakers()->add_thresholds();
-  threshold->set_priority(envoy::config::core::v3::DEFAULT);
-  threshold->mutable_max_requests()->set_value(max_requests);
-  return ResponseResource(kCdsType, cluster.SerializeAsString());
-}
-
 class AggregateLeafTest : public LoadReportingTest {
  protected:
   void SetUpRoutes(const std::vector<TestRoute>& routes) {
@@ -67,15 +52,9 @@ bool IsDrop(const Status& status, const std::string& text) {
 // are reported in cluster a's load report, none in b's.
 TEST_F(AggregateLeafTest, EachLeafDropsWithItsOwnDropOverloads) {
   SetUpRoutes({{"", "agg"}});
-  ASSERT_TRUE(cp_->SetResources(kCdsType,
-                                {{"agg", AggregateCluster("agg", {"a", "b"})},
-                                 {"a", ReportingCluster("a", "s-a")},
-                                 {"b", ReportingCluster("b", "s-b")}},
-                                "1"));
-  ASSERT_TRUE(cp_->SetResources(kEdsType,
-                                {{"s-a", EndpointsByZone("s-a", {addresses_[0]}, "a-throttle")},
-                                 {"s-b", EndpointsByZone("s-b", {addresses_[1]})}},
-                                "1"));
+  ServeAggregateOf(ReportingCluster("a", "s-a"), ReportingCluster("b", "s-b"));
+  ServeLeafEndpoints(EndpointsByZone("s-a", {addresses_[0]}, "a-throttle"),
+                     EndpointsByZone("s-b", {addresses_[1]}), "1");
   CreateChannel();
   const int64_t stream = AcceptLrsStream();
   constexpr int kDroppedCalls = 5;
@@ -89,10 +68,8 @@ TEST_F(AggregateLeafTest, EachLeafDropsWithItsOwnDropOverloads) {
 
   // Leaf a's only endpoint is now a port nobody listens on: its priority
   // fails and the aggregate's calls go to leaf b, which drops nothing.
-  ASSERT_TRUE(cp_->SetResources(kEdsType,
-                                {{"s-a", EndpointsByZone("s-a", {"127.0.0.1:1"}, "a-throttle")},
-                                 {"s-b", EndpointsByZone("s-b", {addresses_[1]})}},
-                                "2"));
+  ServeLeafEndpoints(EndpointsByZone("s-a", {"127.0.0.1:1"}, "a-throttle"),
+                     EndpointsByZone("s-b", {addresses_[1]}), "2");
   // Calls made before the failover are still dropped by a.
   uint64_t drops_by_a = kDroppedCalls;
   constexpr int kCallsToB = 4;
@@ -136,15 +113,9 @@ TEST_F(AggregateLeafTest, EachLeafHasItsOwnCircuitBreaker) {
   SetUpRoutes({{test_service::kFullDuplexCall, "agg"},
                {test_service::kUnaryCall, "a"},
                {test_service::kEmptyCall, "b"}});
-  ASSERT_TRUE(cp_->SetResources(kCdsType,
-                                {{"agg", AggregateCluster("agg", {"a", "b"})},
-                                 {"a", LimitedCluster("a", 1)},
-                                 {"b", LimitedCluster("b", 1)}},
-                                "1"));
-  ASSERT_TRUE(cp_->SetResources(kEdsType,
-                                {{"s-a", EndpointsByZone("s-a", {addresses_[0]})},
-                                 {"s-b", EndpointsByZone("s-b", {addresses_[1]})}},
-                                "1"));
+  ServeAggregateOf(ReportingCluster("a", "s-a", 1), ReportingCluster("b", "s-b", 1));
+  ServeLeafEndpoints(EndpointsByZone("s-a", {addresses_[0]}),
+                     EndpointsByZone("s-b", {addresses_[1]}), "1");
   CreateChannel();
   const int64_t lrs = AcceptLrsStream();
   StatusOr<std::unique_ptr<ClientStream>> held = OpenStream();
@@ -185,15 +156,9 @@ TEST_F(AggregateLeafTest, EachLeafHasItsOwnCircuitBreaker) {
 // leaf a's one call, and another channel's call to a is dropped.
 TEST_F(AggregateLeafTest, ALeafsCircuitBreakerIsSharedAcrossChannels) {
   SetUpRoutes({{test_service::kFullDuplexCall, "agg"}, {"", "a"}});
-  ASSERT_TRUE(cp_->SetResources(kCdsType,
-                                {{"agg", AggregateCluster("agg", {"a", "b"})},
-                                 {"a", LimitedCluster("a", 1)},
-                                 {"b", LimitedCluster("b", 1)}},
-                                "1"));
-  ASSERT_TRUE(cp_->SetResources(kEdsType,
-                                {{"s-a", EndpointsByZone("s-a", {addresses_[0]})},
-                                 {"s-b", EndpointsByZone("s-b", {addresses_[1]})}},
-                                "1"));
+  ServeAggregateOf(ReportingCluster("a", "s-a", 1), ReportingCluster("b", "s-b", 1));
+  ServeLeafEndpoints(EndpointsByZone("s-a", {addresses_[0]}),
+                     EndpointsByZone("s-b", {addresses_[1]}), "1");
   CreateChannel();
   second_channel_ = MakeChannel();
   AcceptLrsStream();
