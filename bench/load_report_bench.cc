@@ -51,9 +51,11 @@ struct Setup {
             stats->Locality(LocalityName{"r", "z" + std::to_string(i / 4), ""}));
       }
     }
-    return std::make_unique<ClusterImplPicker>(
-        std::vector<EndpointResource::DropCategory>{}, std::make_shared<CallCounter>(), 1u << 30,
-        std::make_shared<RotatingPicker>(endpoints), std::move(load));
+    ClusterImplConfig config;
+    config.counter = std::make_shared<CallCounter>();
+    config.max_requests = 1u << 30;
+    return std::make_unique<ClusterImplPicker>(config, std::make_shared<RotatingPicker>(endpoints),
+                                               std::move(load));
   }
   std::vector<Endpoint> endpoints;
   std::shared_ptr<ClusterLoadStats> stats = std::make_shared<ClusterLoadStats>("c", "s");

@@ -175,25 +175,22 @@ struct Channel::Impl {
     if (const auto* endpoint_config =
             std::get_if<XdsConfig::ClusterConfig::EndpointConfig>(&cluster.children)) {
       state.note = endpoint_config->resolution_note;
-      ClusterLoadBalancer::LoadReporting load;
-      load.drops = LoadStatsFor(name, *cluster.cluster);
-      if (endpoint_config->endpoints != nullptr) {
-        load.priorities.assign(endpoint_config->endpoints->priorities.size(), load.drops);
-      }
-      state.lb->SetLoadStats(std::move(load));
-      state.lb->Update(*cluster.cluster, endpoint_config->endpoints != nullptr
-                                             ? *endpoint_config->endpoints
-                                             : EndpointResource());
+      // A reference, not a copy (the conditional must not make a temporary).
+      static const EndpointResource kNoEndpoints;
+      const EndpointResource& endpoints =
+          endpoint_config->endpoints != nullptr ? *endpoint_config->endpoints : kNoEndpoints;
+      state.lb->Update(*cluster.cluster, endpoints,
+                       ClusterImplConfigFor(name, *cluster.cluster, endpoints.drop_overloads));
       return;
     }
     // A37: an aggregate cluster is one priority list: each leaf's
     // priorities in order, under the aggregate cluster's LB policy. Each
-    // leaf that names an lrs_server reports the calls of its own
-    // priorities (in gRPC each priority child keeps its leaf's
-    // cluster_impl).
+    // priority keeps its leaf's cluster_impl: the leaf's drop_overloads,
+    // its max_requests on the counter every user of the leaf shares, and
+    // its own load report.
     const auto& aggregate = std::get<XdsConfig::ClusterConfig::AggregateConfig>(cluster.children);
     EndpointResource combined;
-    ClusterLoadBalancer::LoadReporting load;
+    std::vector<std::shared_ptr<const ClusterImplConfig>> by_priority;
     std::string note;
     for (const std::string& leaf : aggregate.leaf_clusters) {
       auto leaf_it = config->clusters.find(leaf);
@@ -203,15 +200,37 @@ struct Channel::Impl {
       if (leaf_endpoints == nullptr) continue;
       if (note.empty()) note = leaf_endpoints->resolution_note;
       if (leaf_endpoints->endpoints == nullptr) continue;
-      std::shared_ptr<ClusterLoadStats> leaf_load = LoadStatsFor(leaf, *leaf_it->second->cluster);
+      std::shared_ptr<const ClusterImplConfig> leaf_config = ClusterImplConfigFor(
+          leaf, *leaf_it->second->cluster, leaf_endpoints->endpoints->drop_overloads);
       for (const auto& priority : leaf_endpoints->endpoints->priorities) {
         combined.priorities.push_back(priority);
-        load.priorities.push_back(leaf_load);
+        by_priority.push_back(leaf_config);
       }
     }
     state.note = note;
-    state.lb->SetLoadStats(std::move(load));
-    state.lb->Update(*cluster.cluster, combined);
+    // The aggregate cluster's own config applies only while no leaf has a
+    // priority (every pick then fails anyway): no drops, no load report.
+    state.lb->Update(*cluster.cluster, combined, ClusterImplConfigFor(name, *cluster.cluster, {}),
+                     std::move(by_priority));
+  }
+
+  // The cluster_impl config of cluster `name`: its drops, its max_requests
+  // (A32), the call counter shared by every user of the cluster (A37) and
+  // its load report (A42; an aggregate cluster's own lrs_server is not
+  // used, as in gRPC).
+  std::shared_ptr<const ClusterImplConfig> ClusterImplConfigFor(
+      const std::string& name, const ClusterResource& cluster,
+      std::vector<EndpointResource::DropCategory> drops) {
+    auto impl = std::make_shared<ClusterImplConfig>();
+    impl->drops = std::move(drops);
+    impl->max_requests = cluster.max_concurrent_requests;
+    const auto* eds = std::get_if<ClusterResource::Eds>(&cluster.type);
+    impl->counter =
+        SharedCallCounter(xds_client.get(), name, eds != nullptr ? eds->eds_service_name : "");
+    if (!std::holds_alternative<ClusterResource::Aggregate>(cluster.type)) {
+      impl->load = LoadStatsFor(name, cluster);
+    }
+    return impl;
   }
 
   // Waits for the next config or picker change, or the deadline: false once
@@ -446,7 +465,9 @@ Task<StatusOr<Channel::Impl::PickedEndpoint>> Channel::Impl::PickForCall(
     picked.pool = subchannels;
     picked.subchannel = SubchannelRef(subchannel);
     picked.call_end = call_end;
-    if (call_end.call_counter != nullptr) picked.counter = cluster.lb->call_counter();
+    if (call_end.call_counter != nullptr) {
+      picked.counter = call_end.call_counter->shared_from_this();
+    }
     if (call_end.locality_stats != nullptr) {
       picked.locality_stats = call_end.locality_stats->shared_from_this();
     }

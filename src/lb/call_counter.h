@@ -9,13 +9,17 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
+#include <string>
 
 #include "runtime/thread_shard.h"
 #include "uxds/channel.h"
 
 namespace uxds {
 
-class CallCounter {
+// A call holds its counter (shared_from_this) so that ending it stays safe
+// after the policies that counted it are gone.
+class CallCounter : public std::enable_shared_from_this<CallCounter> {
  public:
   // Counts one call unless `max_requests` are already counted.
   bool TryAcquire(uint32_t max_requests);
@@ -28,5 +32,13 @@ class CallCounter {
   };
   Shard shards_[kCounterShards];
 };
+
+// A37: "share the atomic used for circuit breaking thresholds across all
+// connections for a given cluster": one counter per {cluster, EDS service
+// name} within `scope` (the XdsClient the clusters come from), shared by
+// every channel and every aggregate cluster that uses the cluster. The
+// counter lives while someone holds it. Config time only (takes a lock).
+std::shared_ptr<CallCounter> SharedCallCounter(const void* scope, const std::string& cluster,
+                                               const std::string& eds_service_name);
 
 }  // namespace uxds

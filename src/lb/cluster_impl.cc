@@ -4,17 +4,16 @@
 
 namespace uxds {
 
-ClusterImplPicker::ClusterImplPicker(const std::vector<EndpointResource::DropCategory>& drops,
-                                     std::shared_ptr<CallCounter> counter, uint32_t max_requests,
+ClusterImplPicker::ClusterImplPicker(const ClusterImplConfig& config,
                                      std::shared_ptr<const Picker> child, ClusterLoadCounters load)
-    : counter_(std::move(counter)),
-      max_requests_(max_requests),
+    : counter_(config.counter),
+      max_requests_(config.max_requests),
       child_(std::move(child)),
       // gRPC's texts for both kinds of drop.
       circuit_breaker_drop_(UnavailableError("circuit breaker drop")),
       drop_stats_(std::move(load.drops)) {
-  drops_.reserve(drops.size());
-  for (const auto& d : drops) {
+  drops_.reserve(config.drops.size());
+  for (const auto& d : config.drops) {
     drops_.push_back(
         Drop{d.requests_per_million, UnavailableError("EDS-configured drop: " + d.category),
              drop_stats_ != nullptr ? drop_stats_->DropCategory(d.category) : nullptr});

@@ -11,6 +11,7 @@
 
 #include "lb/call_counter.h"
 #include "lb/lb_policy.h"
+#include "uxds/resources/cluster.h"
 #include "uxds/resources/endpoint.h"
 #include "xds/lrs/load_stats.h"
 
@@ -25,11 +26,25 @@ struct ClusterLoadCounters {
   std::vector<std::pair<uint32_t, std::shared_ptr<LocalityLoadStats>>> localities;
 };
 
+// A37 xds_cluster_impl: what the picks of one cluster are subject to. An
+// aggregate cluster's priorities each carry the config of the leaf cluster
+// they come from.
+struct ClusterImplConfig {
+  // A27: the EDS drop_overloads of the cluster's endpoints.
+  std::vector<EndpointResource::DropCategory> drops;
+  // A32: the cluster's max_requests (1024 when the Cluster sets none).
+  uint32_t max_requests = ClusterResource::kDefaultMaxConcurrentRequests;
+  // A37: shared by everything that uses the same cluster.
+  std::shared_ptr<CallCounter> counter;
+  // A42: where the cluster's calls and drops are reported (null: no LRS).
+  std::shared_ptr<ClusterLoadStats> load;
+};
+
 class ClusterImplPicker final : public Picker {
  public:
-  ClusterImplPicker(const std::vector<EndpointResource::DropCategory>& drops,
-                    std::shared_ptr<CallCounter> counter, uint32_t max_requests,
-                    std::shared_ptr<const Picker> child, ClusterLoadCounters load = {});
+  // `load.drops` is where drops count; `config.load` is not looked at here.
+  ClusterImplPicker(const ClusterImplConfig& config, std::shared_ptr<const Picker> child,
+                    ClusterLoadCounters load = {});
   PickResult Pick(const PickArgs& args) const override;
 
  private:

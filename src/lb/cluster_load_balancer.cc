@@ -52,14 +52,25 @@ std::vector<LocalityList> ClusterLoadBalancer::ToPriorities(const EndpointResour
 
 void ClusterLoadBalancer::Update(const ClusterResource& cluster,
                                  const EndpointResource& endpoints) {
-  max_requests_ = cluster.max_concurrent_requests;
-  drops_ = endpoints.drop_overloads;
+  auto own = std::make_shared<ClusterImplConfig>();
+  own->drops = endpoints.drop_overloads;
+  own->max_requests = cluster.max_concurrent_requests;
+  own->counter = counter_;
+  Update(cluster, endpoints, std::move(own));
+}
+
+void ClusterLoadBalancer::Update(
+    const ClusterResource& cluster, const EndpointResource& endpoints,
+    std::shared_ptr<const ClusterImplConfig> own,
+    std::vector<std::shared_ptr<const ClusterImplConfig>> by_priority) {
+  own_ = std::move(own);
+  by_priority_ = std::move(by_priority);
   endpoint_localities_.clear();
   for (size_t p = 0; p < endpoints.priorities.size(); ++p) {
-    if (p >= load_.priorities.size() || load_.priorities[p] == nullptr) continue;
-    ClusterLoadStats& stats = *load_.priorities[p];
+    const std::shared_ptr<ClusterLoadStats>& stats = ConfigOf(static_cast<int>(p)).load;
+    if (stats == nullptr) continue;
     for (const auto& locality : endpoints.priorities[p].localities) {
-      std::shared_ptr<LocalityLoadStats> locality_stats = stats.Locality(locality.name);
+      std::shared_ptr<LocalityLoadStats> locality_stats = stats->Locality(locality.name);
       for (const auto& e : locality.endpoints) {
         if (e.addresses.empty()) continue;
         // The address as the subchannel spells it.
@@ -79,11 +90,17 @@ void ClusterLoadBalancer::Update(const ClusterResource& cluster,
   priority_->Update(ToPriorities(endpoints));
 }
 
-void ClusterLoadBalancer::SetLoadStats(LoadReporting load) { load_ = std::move(load); }
+const ClusterImplConfig& ClusterLoadBalancer::ConfigOf(int priority) const {
+  if (priority >= 0 && static_cast<size_t>(priority) < by_priority_.size() &&
+      by_priority_[priority] != nullptr) {
+    return *by_priority_[priority];
+  }
+  return *own_;
+}
 
-ClusterLoadCounters ClusterLoadBalancer::LoadCounters() const {
+ClusterLoadCounters ClusterLoadBalancer::LoadCounters(const ClusterImplConfig& config) const {
   ClusterLoadCounters counters;
-  counters.drops = load_.drops;
+  counters.drops = config.load;
   counters.localities.reserve(endpoint_localities_.size());
   for (const auto& [address, stats] : endpoint_localities_) {
     // Endpoints the policies have made a subchannel for: only those can be
@@ -130,8 +147,13 @@ void ClusterLoadBalancer::OnReport(ConnectivityState state, const Status& status
                                    std::shared_ptr<const Picker> picker) {
   state_ = state;
   status_ = status;
-  slot_.Publish(
-      new ClusterImplPicker(drops_, counter_, max_requests_, std::move(picker), LoadCounters()));
+  // A37: cluster_impl sits between the priority policy and the priority's
+  // child, with the config of the cluster the priority comes from. The
+  // priority policy hands every pick to the child of its current priority
+  // (the one it reports), so wrapping that child's picker here puts one
+  // cluster_impl on the pick path, as a plain cluster has.
+  const ClusterImplConfig& config = ConfigOf(priority_->current_priority());
+  slot_.Publish(new ClusterImplPicker(config, std::move(picker), LoadCounters(config)));
   ScheduleReclaim();
   if (observer_) observer_(state, status);
 }

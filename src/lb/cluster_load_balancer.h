@@ -36,30 +36,26 @@ class ClusterLoadBalancer {
 
   // A new Cluster and/or endpoints. A change of LB policy settings rebuilds
   // the tree (subchannels are kept by the pool as long as a policy uses
-  // them); otherwise the endpoints are passed down.
+  // them); otherwise the endpoints are passed down. The cluster's own drops
+  // (of `endpoints`) and max_requests apply, counted on this balancer's
+  // call counter, without load reporting.
   void Update(const ClusterResource& cluster, const EndpointResource& endpoints);
-  // A42: from the next Update() on, count calls per locality and drops
-  // into these load reports; all null stops counting.
-  struct LoadReporting {
-    // Drops (A27 categories, A32 circuit breaking).
-    std::shared_ptr<ClusterLoadStats> drops;
-    // Per priority of the endpoints, whose localities its calls count in:
-    // an aggregate cluster's priorities belong to its leaf clusters, and
-    // each leaf reports its own load (A37). Missing or null: not counted.
-    std::vector<std::shared_ptr<ClusterLoadStats>> priorities;
-  };
-  void SetLoadStats(LoadReporting load);
+  // The same with the cluster_impl config given: picks that go to priority
+  // p are subject to by_priority[p] (A37: an aggregate cluster's priorities
+  // belong to its leaf clusters, each with its own drops, circuit breaker
+  // and load report); `own` applies to priorities by_priority leaves out
+  // (or null) and while there is no priority to pick from.
+  void Update(const ClusterResource& cluster, const EndpointResource& endpoints,
+              std::shared_ptr<const ClusterImplConfig> own,
+              std::vector<std::shared_ptr<const ClusterImplConfig>> by_priority = {});
 
   PickerSlot& picker_slot() { return slot_; }
   ConnectivityState state() const { return state_; }
   const Status& status() const { return status_; }
   // Called on every report (control thread).
   void SetStateObserver(StateObserver observer) { observer_ = std::move(observer); }
-  // In-flight calls counted against max_requests.
-  int64_t calls_in_flight() const { return counter_->Load(); }
-  // The counter this cluster's picks count calls on (PickResult::call_counter):
-  // a call holds it, so ending the call stays safe after the cluster is gone.
-  std::shared_ptr<CallCounter> call_counter() const { return counter_; }
+  // In-flight calls counted against the cluster's own max_requests.
+  int64_t calls_in_flight() const { return own_->counter->Load(); }
   const PriorityPolicy* priority() const { return priority_.get(); }
 
   // A27: usable endpoints (HEALTHY / UNKNOWN) of each priority, as the
@@ -72,7 +68,8 @@ class ClusterLoadBalancer {
   void OnReport(ConnectivityState state, const Status& status,
                 std::shared_ptr<const Picker> picker);
   void ScheduleReclaim();
-  ClusterLoadCounters LoadCounters() const;
+  ClusterLoadCounters LoadCounters(const ClusterImplConfig& config) const;
+  const ClusterImplConfig& ConfigOf(int priority) const;
 
   Loop& loop_;
   std::shared_ptr<SubchannelPool> pool_;
@@ -81,12 +78,16 @@ class ClusterLoadBalancer {
   ClusterResource::LbPolicy lb_config_;
   bool have_tree_ = false;
   std::unique_ptr<PriorityPolicy> priority_;
-  std::shared_ptr<CallCounter> counter_ = std::make_shared<CallCounter>();
-  uint32_t max_requests_ = ClusterResource::kDefaultMaxConcurrentRequests;
-  std::vector<EndpointResource::DropCategory> drops_;
-  LoadReporting load_;
-  // Each endpoint address with the stats of its locality, for the load
-  // report.
+  // The counter of the two-argument Update().
+  const std::shared_ptr<CallCounter> counter_ = std::make_shared<CallCounter>();
+  std::shared_ptr<const ClusterImplConfig> own_ = std::make_shared<ClusterImplConfig>(
+      ClusterImplConfig{.drops = {},
+                        .max_requests = ClusterResource::kDefaultMaxConcurrentRequests,
+                        .counter = counter_,
+                        .load = nullptr});
+  std::vector<std::shared_ptr<const ClusterImplConfig>> by_priority_;
+  // Each endpoint address with the stats of its locality (in the load
+  // report of its priority's cluster).
   std::vector<std::pair<std::string, std::shared_ptr<LocalityLoadStats>>> endpoint_localities_;
   PickerSlot slot_;
   Timer reclaim_timer_;

@@ -10,6 +10,7 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -35,13 +36,21 @@ inline constexpr char kNodeId[] = "lrs-node";
 inline constexpr milliseconds kWait{30000};  // generous: sanitizer builds on a busy machine
 inline constexpr int kReportIntervalMs = 200;
 
-inline ResponseResource ReportingCluster(const std::string& name, const std::string& service_name) {
+// An EDS cluster that reports load to the control plane; with
+// `max_requests`, its DEFAULT circuit-breaking threshold (A32).
+inline ResponseResource ReportingCluster(const std::string& name, const std::string& service_name,
+                                         std::optional<uint32_t> max_requests = std::nullopt) {
   envoy::config::cluster::v3::Cluster cluster;
   cluster.set_name(name);
   cluster.set_type(envoy::config::cluster::v3::Cluster::EDS);
   cluster.mutable_eds_cluster_config()->mutable_eds_config()->mutable_ads();
   cluster.mutable_eds_cluster_config()->set_service_name(service_name);
   cluster.mutable_lrs_server()->mutable_self();
+  if (max_requests.has_value()) {
+    auto* threshold = cluster.mutable_circuit_breakers()->add_thresholds();
+    threshold->set_priority(envoy::config::core::v3::DEFAULT);
+    threshold->mutable_max_requests()->set_value(*max_requests);
+  }
   return ResponseResource(kCdsType, cluster.SerializeAsString());
 }
 
@@ -167,6 +176,17 @@ class LoadReportingTest : public ::testing::Test {
 
   void CreateChannel() { channel_ = MakeChannel(); }
 
+  // A37: CDS "agg", the aggregate of leaves "a" then "b" (these Clusters).
+  void ServeAggregateOf(const ResponseResource& a, const ResponseResource& b) {
+    ASSERT_TRUE(cp_->SetResources(
+        kCdsType, {{"agg", AggregateCluster("agg", {"a", "b"})}, {"a", a}, {"b", b}}, "1"));
+  }
+  // EDS of the leaves' services "s-a" and "s-b", at `version`.
+  void ServeLeafEndpoints(const ResponseResource& endpoints_a, const ResponseResource& endpoints_b,
+                          const std::string& version) {
+    ASSERT_TRUE(cp_->SetResources(kEdsType, {{"s-a", endpoints_a}, {"s-b", endpoints_b}}, version));
+  }
+
   std::unique_ptr<Channel> MakeChannel() {
     std::unique_ptr<Channel> made;
     control_->RunSync([&] {
@@ -274,8 +294,11 @@ class LoadReportingTest : public ::testing::Test {
         }
         for (const auto& dropped : cluster.dropped_requests()) {
           dropped_[dropped.category()] += dropped.dropped_count();
+          dropped_by_cluster_[cluster.cluster_name()][dropped.category()] +=
+              dropped.dropped_count();
         }
         total_dropped_ += cluster.total_dropped_requests();
+        total_dropped_by_cluster_[cluster.cluster_name()] += cluster.total_dropped_requests();
       }
     }
   }
@@ -301,6 +324,9 @@ class LoadReportingTest : public ::testing::Test {
   std::map<std::string, std::map<std::string, LocalityTotals>> by_cluster_;
   std::map<std::string, uint64_t> dropped_;
   uint64_t total_dropped_ = 0;
+  // By cluster (then category).
+  std::map<std::string, std::map<std::string, uint64_t>> dropped_by_cluster_;
+  std::map<std::string, uint64_t> total_dropped_by_cluster_;
   std::set<std::string> reported_clusters_;
 };
 

@@ -136,15 +136,9 @@ TEST_F(LoadReportingTest, StreamFollowsTheClustersThatReport) {
 TEST_F(LoadReportingTest, AggregateClusterLeavesReportTheirOwnLoad) {
   ASSERT_TRUE(cp_->SetResources(kLdsType,
                                 {{"svc", ApiListenerWithRoutes("svc", "*", {{"", "agg"}})}}, "1"));
-  ASSERT_TRUE(cp_->SetResources(kCdsType,
-                                {{"agg", AggregateCluster("agg", {"a", "b"})},
-                                 {"a", ReportingCluster("a", "s-a")},
-                                 {"b", ReportingCluster("b", "s-b")}},
-                                "1"));
-  ASSERT_TRUE(cp_->SetResources(kEdsType,
-                                {{"s-a", EndpointsByZone("s-a", {addresses_[0]})},
-                                 {"s-b", EndpointsByZone("s-b", {addresses_[1]})}},
-                                "1"));
+  ServeAggregateOf(ReportingCluster("a", "s-a"), ReportingCluster("b", "s-b"));
+  ServeLeafEndpoints(EndpointsByZone("s-a", {addresses_[0]}),
+                     EndpointsByZone("s-b", {addresses_[1]}), "1");
   CreateChannel();
   const int64_t stream = AcceptLrsStream();
   constexpr int kCallsToA = 4;
@@ -157,10 +151,8 @@ TEST_F(LoadReportingTest, AggregateClusterLeavesReportTheirOwnLoad) {
 
   // Leaf a's only endpoint is now a port nobody listens on: priority 0
   // fails and the aggregate's calls go to leaf b.
-  ASSERT_TRUE(cp_->SetResources(kEdsType,
-                                {{"s-a", EndpointsByZone("s-a", {"127.0.0.1:1"})},
-                                 {"s-b", EndpointsByZone("s-b", {addresses_[1]})}},
-                                "2"));
+  ServeLeafEndpoints(EndpointsByZone("s-a", {"127.0.0.1:1"}),
+                     EndpointsByZone("s-b", {addresses_[1]}), "2");
   // Calls made before the update reaches the channel still go to a.
   constexpr int kCallsToB = 3;
   uint64_t calls_to_a = kCallsToA;

@@ -97,6 +97,15 @@ TEST(LoadStatsTest, InProgressCallsAreReportedAndKeepTheLocality) {
   EXPECT_TRUE(stats.TakeReport(ClusterLoadStats::Clock::now()).localities.empty());
 }
 
+ClusterImplConfig ImplConfig(std::vector<EndpointResource::DropCategory> drops,
+                             std::shared_ptr<CallCounter> counter, uint32_t max_requests) {
+  ClusterImplConfig config;
+  config.drops = std::move(drops);
+  config.counter = std::move(counter);
+  config.max_requests = max_requests;
+  return config;
+}
+
 TEST(LoadStatsTest, ClusterImplPickerCountsPicksDropsAndCircuitBreakerDrops) {
   auto stats = std::make_shared<ClusterLoadStats>("c", "s");
   // Endpoints are known by their index; `unlisted` has none in the table
@@ -110,13 +119,15 @@ TEST(LoadStatsTest, ClusterImplPickerCountsPicksDropsAndCircuitBreakerDrops) {
   auto counter = std::make_shared<CallCounter>();
   for (uint32_t index : {0u, 6u, 8u, 10u, 1u << 31}) {
     Endpoint unlisted{"10.0.0.3:443", nullptr, index};
-    ClusterImplPicker picker({}, counter, 2, std::make_shared<FixedPicker>(&unlisted), load);
+    ClusterImplPicker picker(ImplConfig({}, counter, 2), std::make_shared<FixedPicker>(&unlisted),
+                             load);
     PickResult picked = picker.Pick({});
     ASSERT_EQ(picked.kind, PickResult::Kind::kComplete);
     EXPECT_EQ(picked.locality_stats, nullptr) << index;
     CallFinished(picked, true);
   }
-  ClusterImplPicker to_b({}, counter, /*max_requests=*/2, std::make_shared<FixedPicker>(&b), load);
+  ClusterImplPicker to_b(ImplConfig({}, counter, /*max_requests=*/2),
+                         std::make_shared<FixedPicker>(&b), load);
   PickResult first = to_b.Pick({});
   ASSERT_EQ(first.kind, PickResult::Kind::kComplete);
   ASSERT_NE(first.locality_stats, nullptr);
@@ -130,7 +141,8 @@ TEST(LoadStatsTest, ClusterImplPickerCountsPicksDropsAndCircuitBreakerDrops) {
   CallNotStarted(second);
 
   std::vector<EndpointResource::DropCategory> drop_all = {{"lb", 1000000}};
-  ClusterImplPicker dropping(drop_all, counter, 2, std::make_shared<FixedPicker>(&a), load);
+  ClusterImplPicker dropping(ImplConfig(drop_all, counter, 2), std::make_shared<FixedPicker>(&a),
+                             load);
   EXPECT_TRUE(dropping.Pick({}).drop);
 
   ClusterLoadReport report = stats->TakeReport(ClusterLoadStats::Clock::now());
