@@ -50,9 +50,16 @@ PickResult RingHashPicker::PickForHash(uint64_t hash) const {
   // in tail position, so this path saves no registers and sets up no frame:
   // a pick's time is spent while its ring line is on its way, and the
   // fewer instructions wait on that load, the more picks' loads overlap.
-  const uint32_t endpoint = ring_->FindEndpointInLine(hash);
-  if (endpoint == Ring::kNotInLine) [[unlikely]] {
-    return PickFromIndexOf(hash);
+  // Rings too small for pick lines stay in cache: their table lookup is
+  // inline, which costs less than the call.
+  const Ring& ring = *ring_;
+  uint32_t endpoint;
+  if (ring.has_pick_lines()) {
+    endpoint = ring.FindEndpointInLine(hash);
+    if (endpoint == Ring::kNotInLine) [[unlikely]]
+      return PickFromIndexOf(hash);
+  } else {
+    endpoint = ring[ring.FindIndex(hash)].endpoint;
   }
   const Subchannel* subchannel = subchannels_[endpoint];
   const ConnectivityState state = subchannel->state();
