@@ -118,30 +118,61 @@ class Ring {
   }
 
   // The endpoint of the entry FindIndex(hash) finds, from one cache line:
-  // what a pick reads when that endpoint is READY. The ring is also laid
-  // out as one 64-byte line per range of hashes (see PickLine); a pick
-  // compares the 16 hash bits below the line's with the line's 16-bit keys
-  // at once and takes the endpoint beside the first key not below them.
-  // A key equal to the query's bits (the entry's full hash decides, about 1
-  // pick in 8000), a line whose range holds more entries than fit, or a ring
-  // with too many endpoints for 16 bits answers through FindIndex.
+  // what a pick reads when that endpoint is READY. Rings of kLinesFrom
+  // entries and more are also laid out as 64-byte lines, one per range of
+  // hashes (see NarrowLine and WideLine); a pick compares the query's key
+  // with the line's keys at once and takes the endpoint beside the first
+  // key not below it. A key equal to the query's (the entries' full hashes
+  // decide, about 1 pick in 5000), a line whose range holds more entries
+  // than fit, or a ring with too many endpoints for 16 bits answers through
+  // FindIndex.
   uint32_t FindEndpoint(uint64_t hash) const {
-    const uint32_t endpoint = FindEndpointInLine(hash);
+    uint32_t endpoint = kNotInLine;
+    if (line_kind_ == LineKind::kNarrow) {
+      endpoint = FindEndpointInNarrowLine(hash);
+    } else if (line_kind_ == LineKind::kWide) {
+      endpoint = FindEndpointInWideLine(hash);
+    }
     if (endpoint != kNotInLine) [[likely]]
       return endpoint;
     return entries_[FindIndex(hash)].endpoint;
   }
-  // FindEndpoint's answer from the line alone, or kNotInLine when that
-  // needs FindIndex: lets a caller keep the common path free of calls.
+  // FindEndpoint's answer from a line alone, or kNotInLine when that needs
+  // FindIndex: lets a caller keep the common path free of calls.
   static constexpr uint32_t kNotInLine = UINT32_MAX;
-  uint32_t FindEndpointInLine(uint64_t hash) const {
-    if (lines_.empty()) return kNotInLine;
-    const PickLine& line = lines_[hash >> line_shift_];
-    const uint16_t query = static_cast<uint16_t>(hash >> key_shift_) ^ PickLine::kSignBit;
-    const PickLine::Masks masks = line.Compare(query);
+  enum class LineKind : uint8_t {
+    kNone,    // FindIndex answers every pick (small rings stay in cache)
+    kNarrow,  // NarrowLine: rings of at most NarrowLine::kMaxEndpoints endpoints
+    kWide,    // WideLine: up to 65536 endpoints
+  };
+  LineKind line_kind() const { return line_kind_; }
+  uint32_t FindEndpointInNarrowLine(uint64_t hash) const {
+    // The line is the hash's place among line_count_ equal ranges; the key
+    // its place inside that range, in 16 bits: the high and low halves of
+    // one 32x32-bit product. Both only grow with the hash. (Entries that
+    // share their top 32 bits share a key: the equal-key check below sends
+    // those picks to FindIndex.)
+    const uint64_t place = (hash >> 32) * line_count_;
+    const NarrowLine& line = narrow_lines_[static_cast<size_t>(place >> 32)];
+    const uint16_t query = KeyOf(place << 32);
+    // The keys are sorted: those below the query form a run from slot 0.
+    const unsigned slot = static_cast<unsigned>(std::countr_one(line.Below(query)));
+    const uint32_t endpoint = line.endpoint[slot];
+    // An overflowing line, or a key equal to the query's. Slot kSlots has
+    // no key (every key was below): what KeyAt reads there are endpoint
+    // bytes, which at worst send a pick the long way.
+    if (endpoint == NarrowLine::kOverflow || line.KeyAt(slot) == query) [[unlikely]] {
+      return kNotInLine;
+    }
+    return endpoint;
+  }
+  uint32_t FindEndpointInWideLine(uint64_t hash) const {
+    const WideLine& line = wide_lines_[hash >> line_shift_];
+    const uint16_t query = KeyOf(hash << (64 - line_shift_));
+    const WideLine::Masks masks = line.Compare(query);
     // No key equal to the query, and not an overflowing line (its keys are
     // all 0 in the count below, so its last slot counts too).
-    if (((masks.below & PickLine::kLastSlotBit) | masks.equal) != 0) return kNotInLine;
+    if (((masks.below & WideLine::kLastSlotBit) | masks.equal) != 0) return kNotInLine;
     // The keys are sorted: the bits of those below form a run from bit 0,
     // and the last slot's key (all ones) is never below.
     return line.endpoint[std::countr_one(masks.below)];
@@ -150,8 +181,6 @@ class Ring {
   // The same answer by a binary search over the whole ring: what Envoy and
   // gRPC do; kept as the benchmark's baseline and the tests' reference.
   size_t FindIndexByBinarySearch(uint64_t hash) const;
-  // Whether FindEndpoint answers from the packed lines (tests).
-  bool has_pick_lines() const { return !lines_.empty(); }
 
  private:
   // Buckets of up to window_ entries are scanned; fuller ones (about 2 %
@@ -172,18 +201,85 @@ class Ring {
   // Build's scratch buffers are kept for rings up to this size.
   static constexpr size_t kKeptScratchEntries = size_t{1} << 16;
   void BuildPickLines(size_t endpoint_count);
+  void BuildNarrowLines();
+  void BuildWideLines();
+  // Rings of at least kLinesFrom entries get lines: from there on, a pick
+  // through the table misses the cache twice (table, then entries) and
+  // through a line once (measured: bench/ring_pick_bench.cc).
+  static constexpr size_t kLinesFrom = kWideFrom;
 
-  // The hashes in [b << line_shift_, (b + 1) << line_shift_): the keys of
-  // the range's entries (the 16 hash bits below the line's, sign bit
-  // flipped so a signed compare orders them as unsigned), sorted, each with
-  // its entry's endpoint; then all-ones keys beside the endpoint of the
-  // range's first later entry (wrapping to entry 0). A range of more than
-  // kEntries entries has every key 0 (an overflow: a pick sees its last
-  // key below or equal to the query's).
-  struct alignas(64) PickLine {
+  // A line's keys: the 16 bits of a hash's place inside its line's range
+  // (the top bits of `place`), sign bit flipped so that a signed compare
+  // orders them as unsigned.
+  static constexpr uint16_t kSignBit = 0x8000;
+  static uint16_t KeyOf(uint64_t place) {
+    return static_cast<uint16_t>(static_cast<uint16_t>(place >> 48) ^ kSignBit);
+  }
+  static constexpr uint16_t kLowestKey = 0x0000 ^ kSignBit;
+  static constexpr uint16_t kHighestKey = 0xFFFF ^ kSignBit;
+
+  // The entries whose hashes fall in one of line_count_ equal ranges, in
+  // one cache line: their keys, sorted, then kHighestKey; each key's
+  // entry's endpoint, and one more endpoint, at slot kSlots. A slot past
+  // the range's entries (kHighestKey) and slot kSlots hold the endpoint of
+  // the first entry after the range (wrapping to entry 0). A range of more
+  // than kSlots entries (0.6 % of lines at kEntriesPerLine) has every key
+  // kLowestKey and every endpoint kOverflow. Endpoints take one byte, so a
+  // line holds 21 entries where WideLine holds 15: about 12 entries per
+  // line make an 8M-entry ring 43 MB, where wide lines take 64 MB, and a
+  // pick's miss is more often a hit in the last-level cache.
+  struct alignas(64) NarrowLine {
+    static constexpr unsigned kSlots = 21;
+    static constexpr uint8_t kOverflow = 0xFF;
+    static constexpr size_t kMaxEndpoints = kOverflow;  // ids 0..254
+    static constexpr size_t kEntriesPerLine = 12;
+    // Bit i: key[i] < query; bits kSlots and up are zeros, so a run of
+    // ones from bit 0 ends at kSlots at the latest.
+    uint32_t Below(uint16_t query) const {
+      constexpr uint32_t kKeyBits = (uint32_t{1} << kSlots) - 1;
+#if defined(__SSE2__)
+      // 24 lanes of 16 bits in three loads; lanes 21-23 are endpoint
+      // bytes, cut off by kKeyBits. Few instructions wait on the
+      // line's load, so the loads of independent picks overlap.
+      const __m128i q = _mm_set1_epi16(static_cast<int16_t>(query));
+      const auto* lanes = reinterpret_cast<const __m128i*>(this);
+      const __m128i a = _mm_cmpgt_epi16(q, _mm_load_si128(lanes));
+      const __m128i b = _mm_cmpgt_epi16(q, _mm_load_si128(lanes + 1));
+      const __m128i c = _mm_cmpgt_epi16(q, _mm_load_si128(lanes + 2));
+      const auto low = static_cast<uint32_t>(_mm_movemask_epi8(_mm_packs_epi16(a, b)));
+      const auto high = static_cast<uint32_t>(_mm_movemask_epi8(_mm_packs_epi16(c, c)));
+      return (low | (high << 16)) & kKeyBits;
+#else
+      uint32_t below = 0;
+      for (unsigned i = 0; i < kSlots; ++i) {
+        below |= static_cast<uint32_t>(static_cast<int16_t>(key[i]) < static_cast<int16_t>(query))
+                 << i;
+      }
+      return below;
+#endif
+    }
+    // key[slot] for slot < kSlots; for slot kSlots, the first two endpoint
+    // bytes (inside the line: no read past it).
+    uint16_t KeyAt(unsigned slot) const {
+      uint16_t k;
+      __builtin_memcpy(&k, reinterpret_cast<const unsigned char*>(this) + 2 * slot, sizeof(k));
+      return k;
+    }
+    uint16_t key[kSlots];
+    uint8_t endpoint[kSlots + 1];
+  };
+  static_assert(sizeof(NarrowLine) == 64);
+
+  // For rings of more than NarrowLine::kMaxEndpoints endpoints: 2^k lines,
+  // one per range of the hash's top k bits, 4 to 8 entries each. 16 keys
+  // of 16 bits (the hash bits below the line's) and 16 endpoints of 16
+  // bits: the range's entries, then kHighestKey keys beside the endpoint of
+  // the range's first later entry. A range of more than kEntries entries
+  // has every key kLowestKey (an overflow: a pick sees its last key below
+  // or equal to the query's).
+  struct alignas(64) WideLine {
     static constexpr size_t kSlots = 16;
     static constexpr size_t kEntries = kSlots - 1;  // the last slot is always padding
-    static constexpr uint16_t kSignBit = 0x8000;
     static constexpr uint32_t kLastSlotBit = uint32_t{1} << (kSlots - 1);
     struct Masks {
       uint32_t below;  // bit i: key[i] < query
@@ -191,9 +287,7 @@ class Ring {
     };
     Masks Compare(uint16_t query) const {
 #if defined(__SSE2__)
-      // Both halves of the keys at once, a bit per key: a few instructions
-      // after the line's load, where a pick's time goes (the loads of other
-      // picks overlap only while this work is short).
+      // Both halves of the keys at once, a bit per key.
       const __m128i q = _mm_set1_epi16(static_cast<int16_t>(query));
       const __m128i low = _mm_load_si128(reinterpret_cast<const __m128i*>(key));
       const __m128i high = _mm_load_si128(reinterpret_cast<const __m128i*>(key) + 1);
@@ -215,10 +309,13 @@ class Ring {
     uint16_t key[kSlots];
     uint16_t endpoint[kSlots];
   };
-  static_assert(sizeof(PickLine) == 64);
-  std::vector<PickLine> lines_;  // empty: FindEndpoint uses FindIndex
-  unsigned line_shift_ = 63;
-  unsigned key_shift_ = 47;  // line_shift_ - 16
+  static_assert(sizeof(WideLine) == 64);
+
+  LineKind line_kind_ = LineKind::kNone;
+  std::vector<NarrowLine> narrow_lines_;
+  uint64_t line_count_ = 0;  // narrow lines; below 2^32
+  std::vector<WideLine> wide_lines_;
+  unsigned line_shift_ = 63;  // wide lines: a hash's top 64 - line_shift_ bits
 
   // The sorted entries, then kWideScanWindow padding entries that FindIndex
   // may read but never counts.

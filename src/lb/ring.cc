@@ -115,33 +115,69 @@ Ring Ring::Build(std::span<const RingEndpoint> endpoints, const RingSizeConfig& 
 }
 
 void Ring::BuildPickLines(size_t endpoint_count) {
+  line_kind_ = LineKind::kNone;
+  std::vector<NarrowLine>().swap(narrow_lines_);
+  std::vector<WideLine>().swap(wide_lines_);
+  // Small rings stay in cache, where the table and the scan are faster.
+  if (size_ < kLinesFrom) return;
+  if (endpoint_count <= NarrowLine::kMaxEndpoints) {
+    BuildNarrowLines();
+  } else if (endpoint_count <= size_t{1} << 16) {
+    BuildWideLines();
+  }
+}
+
+void Ring::BuildNarrowLines() {
   const size_t n = size_;
-  std::vector<PickLine>().swap(lines_);
-  // Small rings stay in cache, where the table and the scan are faster
-  // (measured: bench/ring_pick_bench.cc); from kWideFrom on, a pick through
-  // the table misses the cache twice (table, then entries) and through a
-  // line once. Endpoints are packed in 16 bits.
-  if (n < kWideFrom || endpoint_count > size_t{1} << 16) return;
-  // 4 to 8 entries per line: the lines take a half to a quarter of the
-  // entries' memory. With 8, 0.8 % of the lines hold more than
-  // PickLine::kEntries (Poisson), and those picks go through FindIndex.
+  line_count_ = (n + NarrowLine::kEntriesPerLine - 1) / NarrowLine::kEntriesPerLine;
+  ReserveForRandomReads(narrow_lines_, line_count_);
+  narrow_lines_.resize(line_count_);
+  // As FindEndpointInNarrowLine places a hash: line = place >> 32.
+  auto place = [this](uint64_t hash) { return (hash >> 32) * line_count_; };
+  size_t next = 0;  // the first entry of the current line's range
+  for (size_t b = 0; b < line_count_; ++b) {
+    size_t end = next;
+    while (end < n && (place(entries_[end].hash) >> 32) == b) ++end;
+    NarrowLine& line = narrow_lines_[b];
+    if (end - next > NarrowLine::kSlots) {
+      std::fill(std::begin(line.key), std::end(line.key), kLowestKey);
+      std::fill(std::begin(line.endpoint), std::end(line.endpoint), NarrowLine::kOverflow);
+      next = end;
+      continue;
+    }
+    const auto after = static_cast<uint8_t>(entries_[end == n ? 0 : end].endpoint);
+    size_t i = 0;
+    for (; next + i < end; ++i) {
+      line.key[i] = KeyOf(place(entries_[next + i].hash) << 32);
+      line.endpoint[i] = static_cast<uint8_t>(entries_[next + i].endpoint);
+    }
+    for (; i < NarrowLine::kSlots; ++i) {
+      line.key[i] = kHighestKey;
+      line.endpoint[i] = after;
+    }
+    line.endpoint[NarrowLine::kSlots] = after;
+    next = end;
+  }
+  line_kind_ = LineKind::kNarrow;
+}
+
+void Ring::BuildWideLines() {
+  const size_t n = size_;
+  // 4 to 8 entries per line: with 8, 0.8 % of the lines hold more than
+  // WideLine::kEntries (Poisson), and those picks go through FindIndex.
   const unsigned bits = static_cast<unsigned>(std::bit_width(n - 1)) - 3;
   line_shift_ = 64 - bits;
-  key_shift_ = line_shift_ - 16;
   const size_t line_count = size_t{1} << bits;
-  ReserveForRandomReads(lines_, line_count);
-  lines_.resize(line_count);
-  auto key_of = [this](uint64_t hash) {
-    return static_cast<uint16_t>(static_cast<uint16_t>(hash >> key_shift_) ^ PickLine::kSignBit);
-  };
-  const uint16_t padding_key = key_of(UINT64_MAX);
+  ReserveForRandomReads(wide_lines_, line_count);
+  wide_lines_.resize(line_count);
+  auto key_of = [this](uint64_t hash) { return KeyOf(hash << (64 - line_shift_)); };
   size_t next = 0;  // the first entry of the current line's range
   for (size_t b = 0; b < line_count; ++b) {
     size_t end = next;
     while (end < n && (entries_[end].hash >> line_shift_) == b) ++end;
-    PickLine& line = lines_[b];
-    if (end - next > PickLine::kEntries) {
-      std::fill(std::begin(line.key), std::end(line.key), key_of(0));
+    WideLine& line = wide_lines_[b];
+    if (end - next > WideLine::kEntries) {
+      std::fill(std::begin(line.key), std::end(line.key), kLowestKey);
       std::fill(std::begin(line.endpoint), std::end(line.endpoint), 0);
       next = end;
       continue;
@@ -152,12 +188,13 @@ void Ring::BuildPickLines(size_t endpoint_count) {
       line.key[i] = key_of(entries_[next + i].hash);
       line.endpoint[i] = static_cast<uint16_t>(entries_[next + i].endpoint);
     }
-    for (; i < PickLine::kSlots; ++i) {
-      line.key[i] = padding_key;
+    for (; i < WideLine::kSlots; ++i) {
+      line.key[i] = kHighestKey;
       line.endpoint[i] = after;
     }
     next = end;
   }
+  line_kind_ = LineKind::kWide;
 }
 
 // Step 5 and the lookup table together: a counting sort by the hash's top

@@ -49,24 +49,26 @@ PickResult RingHashPicker::PickForHash(uint64_t hash) const {
   // of the ring, its state from its subchannel. A pick's time is spent
   // while its ring line is on its way, and the fewer instructions wait on
   // that load, the more picks' loads overlap: what a line cannot answer
-  // (about 1 % of picks) and a first endpoint that is not READY are calls
-  // in tail position. Rings too small for pick lines stay in cache: their
+  // (about 1 pick in 150) and a first endpoint that is not READY take one
+  // out-of-line call, so the common path keeps few registers and few
+  // instructions. Rings too small for pick lines stay in cache: their
   // table lookup is inline, which costs less than a call.
   const Ring& ring = *ring_;
   uint32_t endpoint;
-  if (ring.has_pick_lines()) {
-    endpoint = ring.FindEndpointInLine(hash);
-    if (endpoint == Ring::kNotInLine) [[unlikely]]
-      return PickFromIndexOf(hash);
-  } else {
+  if (ring.line_kind() == Ring::LineKind::kNarrow) [[likely]] {
+    endpoint = ring.FindEndpointInNarrowLine(hash);
+  } else if (ring.line_kind() == Ring::LineKind::kNone) {
     endpoint = ring[ring.FindIndex(hash)].endpoint;
+  } else {
+    endpoint = ring.FindEndpointInWideLine(hash);
   }
-  const Subchannel* subchannel = subchannels_[endpoint];
-  const ConnectivityState state = subchannel->state();
-  if (state == ConnectivityState::kReady) [[likely]] {
-    return PickResult::Complete(&subchannel->endpoint());
+  if (endpoint != Ring::kNotInLine) [[likely]] {
+    const Subchannel* subchannel = subchannels_[endpoint];
+    if (subchannel->state() == ConnectivityState::kReady) [[likely]] {
+      return PickResult::Complete(&subchannel->endpoint());
+    }
   }
-  return PickFromNotReady(hash, state);
+  return PickFromIndexOf(hash);
 }
 
 PickResult RingHashPicker::PickFromIndexOf(uint64_t hash) const {
@@ -74,10 +76,6 @@ PickResult RingHashPicker::PickFromIndexOf(uint64_t hash) const {
   const ConnectivityState state = StateAt(first);
   if (state == ConnectivityState::kReady) return CompleteAt(first);
   return PickFromFirst(first, state);
-}
-
-PickResult RingHashPicker::PickFromNotReady(uint64_t hash, ConnectivityState state) const {
-  return PickFromFirst(ring_->FindIndex(hash), state);
 }
 
 PickResult RingHashPicker::PickFromFirst(size_t first, ConnectivityState state) const {

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <set>
 
 #include "lb/lb_test_util.h"
@@ -197,6 +198,45 @@ TEST_F(RingHashPickerTest, FirstFailedSecondReadyPicksSecond) {
     const std::vector<State> states{State::kTransientFailure, State::kReady, State::kReady};
     auto picker = co_await MakePicker(ring, 0, states, placed);
     EXPECT_EQ(Picked(picker->PickForHash((*ring)[0].hash))->subchannel, placed[1]);
+  }());
+}
+
+// Rings of 2^18 entries and more pick a READY endpoint from a pick line;
+// every other case (a failed first endpoint, a line that cannot answer)
+// takes the same A42 branches as a small ring's pick.
+TEST_F(RingHashPickerTest, LargeRingsTakeTheSameBranches) {
+  loop_->BlockOn([&]() -> Task<void> {
+    auto ring = MakeRing({1, 1, 1}, 1 << 18);
+    CO_ASSERT_TRUE(ring->line_kind() == Ring::LineKind::kNarrow);
+    std::vector<SubchannelRef> by_index;
+    by_index.push_back(co_await Make(State::kTransientFailure));
+    by_index.push_back(co_await Make(State::kReady));
+    by_index.push_back(co_await Make(State::kReady));
+    std::vector<Subchannel*> subchannels;
+    for (const SubchannelRef& s : by_index) subchannels.push_back(s.get());
+    RingHashPicker picker(ring, std::move(by_index), "", false, UnavailableError("all failed"));
+    // A42: the first entry at or after the hash; past a failed endpoint,
+    // the next entry of another endpoint (all READY here).
+    auto expected = [&](uint64_t hash) {
+      size_t i = ring->FindIndexByBinarySearch(hash);
+      while ((*ring)[i].endpoint == 0) i = (i + 1) % ring->size();
+      return subchannels[(*ring)[i].endpoint];
+    };
+    std::mt19937_64 random(7);
+    size_t mismatches = 0;
+    size_t past_failed = 0;
+    for (int n = 0; n < 200000; ++n) {
+      // Random hashes, and hashes that share their top 40 bits with an
+      // entry (the line's key: these picks take the long way).
+      const uint64_t entry = (*ring)[random() % ring->size()].hash;
+      for (uint64_t h : {static_cast<uint64_t>(random()), entry, entry - 1, entry + 1}) {
+        const PickResult r = picker.PickForHash(h);
+        if (Picked(r) == nullptr || Picked(r)->subchannel != expected(h)) ++mismatches;
+        if ((*ring)[ring->FindIndexByBinarySearch(h)].endpoint == 0) ++past_failed;
+      }
+    }
+    EXPECT_EQ(mismatches, 0u);
+    EXPECT_GT(past_failed, 100000u);
   }());
 }
 

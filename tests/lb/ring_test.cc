@@ -280,8 +280,9 @@ void ExpectLookupsAgree(const std::vector<RingEndpoint>& endpoints, const RingSi
     hashes.push_back(ring[i].hash);
     hashes.push_back(ring[i].hash + 1);
     hashes.push_back(ring[i].hash - 1);
-    // The same 16 bits below the top ones as the entry (what a pick line
-    // compares), the rest below or above the entry's.
+    // The same top 40 bits as the entry, the rest below or above the
+    // entry's: the same key in the entry's pick line (a narrow line keys
+    // by the top 32 bits, a wide one by the 16 below the line's).
     hashes.push_back(ring[i].hash & ~uint64_t{0xFFFFFF});
     hashes.push_back(ring[i].hash | uint64_t{0xFFFFFF});
   }
@@ -359,22 +360,34 @@ TEST(RingTest, EndpointsSharingAHashKeyCrowdABucket) {
 TEST(RingTest, PickLinesCoverEveryRingShape) {
   const uint64_t kMax = RingSizeConfig::kMaxRingSizeLimit;
   const RingSizeConfig large{1 << 18, kMax, 1 << 18};
+  using Kind = Ring::LineKind;
   // Rings of 2^18 entries and more answer READY picks from packed lines;
   // smaller ones from the table (ExpectLookupsAgree checks both).
-  EXPECT_FALSE(Ring::Build(EqualEndpoints(100), RingSizeConfig{4096, 4096}).has_pick_lines());
-  EXPECT_TRUE(Ring::Build(EqualEndpoints(100), large).has_pick_lines());
+  EXPECT_EQ(Ring::Build(EqualEndpoints(100), RingSizeConfig{4096, 4096}).line_kind(), Kind::kNone);
+  EXPECT_EQ(Ring::Build(EqualEndpoints(100), large).line_kind(), Kind::kNarrow);
+  // Narrow lines hold endpoints in a byte, 0xFF marking an overflow: up to
+  // 255 endpoints; from 256 on, wide lines (16 bits).
+  EXPECT_EQ(Ring::Build(EqualEndpoints(255), large).line_kind(), Kind::kNarrow);
+  ExpectLookupsAgree(EqualEndpoints(255), large, 18);
+  EXPECT_EQ(Ring::Build(EqualEndpoints(256), large).line_kind(), Kind::kWide);
+  ExpectLookupsAgree(EqualEndpoints(256), large, 19);
+  ExpectLookupsAgree(EqualEndpoints(5000), RingSizeConfig{1 << 20, kMax, 1 << 20}, 20);
   // More endpoints than 16 bits hold: FindIndex answers every pick.
   const std::vector<RingEndpoint> many = EqualEndpoints(140000);
-  EXPECT_FALSE(Ring::Build(many, large).has_pick_lines());
+  EXPECT_EQ(Ring::Build(many, large).line_kind(), Kind::kNone);
   ExpectLookupsAgree(many, large, 15);
   // One endpoint: no endpoint bits at all.
-  EXPECT_TRUE(Ring::Build(EqualEndpoints(1), large).has_pick_lines());
+  EXPECT_EQ(Ring::Build(EqualEndpoints(1), large).line_kind(), Kind::kNarrow);
   ExpectLookupsAgree(EqualEndpoints(1), large, 16);
-  // Every line that has entries holds more than 15 (100 equal hashes
+  // Every line that has entries holds more than fit (100 equal hashes
   // each): its picks answer through FindIndex.
   const std::vector<RingEndpoint> crowded(100, RingEndpoint{"k", 1});
-  EXPECT_TRUE(Ring::Build(crowded, large).has_pick_lines());
+  EXPECT_EQ(Ring::Build(crowded, large).line_kind(), Kind::kNarrow);
   ExpectLookupsAgree(crowded, large, 17);
+  std::vector<RingEndpoint> crowded_wide = EqualEndpoints(300);
+  for (size_t i = 0; i < 100; ++i) crowded_wide[i].hash_key = "k";
+  EXPECT_EQ(Ring::Build(crowded_wide, large).line_kind(), Kind::kWide);
+  ExpectLookupsAgree(crowded_wide, large, 21);
 }
 
 TEST(RingTest, EmptyEndpointListGivesAnEmptyRing) {
