@@ -281,17 +281,13 @@ void Loop::DisarmTimer(detail::TimerNode* node) {
 size_t Loop::armed_timers() const { return timers_->size(); }
 
 void Loop::FireExpiredTimers() {
-  if (timers_->empty()) return;
+  // Cancelled timers' slots fall due too: they are dropped here.
+  if (!timers_->has_deadline()) return;
   const Clock::time_point now = Clock::now();
   // Timers armed while firing (a callback restarting its timer at 0) wait
   // for the next turn, so one pass always ends.
   const uint64_t limit = timers_->sequence_limit();
-  while (!timers_->empty()) {
-    detail::TimerNode* node = timers_->top();
-    if (node->deadline > now || node->sequence >= limit) break;
-    timers_->Remove(node);
-    node->OnExpired();
-  }
+  while (detail::TimerNode* node = timers_->PopDue(now, limit)) node->OnExpired();
 }
 
 void Loop::ReapOrphans() {
@@ -337,8 +333,9 @@ void Loop::RunOnce(bool may_block) {
               !stop_.load(std::memory_order_relaxed);
   // One kernel wait bounded by the earliest deadline serves every timer.
   int64_t timeout_ns = wait ? -1 : 0;
-  if (wait && !timers_->empty()) {
-    const auto left = std::max(Clock::duration::zero(), timers_->top()->deadline - Clock::now());
+  if (wait && timers_->has_deadline()) {
+    const auto left =
+        std::max(Clock::duration::zero(), timers_->earliest_deadline() - Clock::now());
     timeout_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
   }
   if (epoll_ != nullptr) {

@@ -1,59 +1,91 @@
 #include "runtime/timer_heap.h"
 
+#include <algorithm>
+
 namespace uxds::detail {
 
-void TimerHeap::Place(size_t index, TimerNode* node) {
-  nodes_[index] = node;
-  node->heap_index_ = index;
+void TimerHeap::Place(size_t index, const Slot& slot) {
+  slots_[index] = slot;
+  if (slot.node != nullptr) slot.node->heap_index_ = index;
 }
 
 void TimerHeap::SiftUp(size_t index) {
-  TimerNode* node = nodes_[index];
+  const Slot slot = slots_[index];
   while (index > 0) {
     const size_t parent = (index - 1) / 2;
-    if (!Before(node, nodes_[parent])) break;
-    Place(index, nodes_[parent]);
+    if (!Before(slot, slots_[parent])) break;
+    Place(index, slots_[parent]);
     index = parent;
   }
-  Place(index, node);
+  Place(index, slot);
 }
 
 void TimerHeap::SiftDown(size_t index) {
-  TimerNode* node = nodes_[index];
-  const size_t n = nodes_.size();
+  const Slot slot = slots_[index];
+  const size_t n = slots_.size();
   while (true) {
     size_t child = 2 * index + 1;
     if (child >= n) break;
-    if (child + 1 < n && Before(nodes_[child + 1], nodes_[child])) ++child;
-    if (!Before(nodes_[child], node)) break;
-    Place(index, nodes_[child]);
+    if (child + 1 < n && Before(slots_[child + 1], slots_[child])) ++child;
+    if (!Before(slots_[child], slot)) break;
+    Place(index, slots_[child]);
     index = child;
   }
-  Place(index, node);
+  Place(index, slot);
+}
+
+void TimerHeap::PopTop() {
+  const Slot last = slots_.back();
+  slots_.pop_back();
+  if (slots_.empty()) return;
+  Place(0, last);
+  SiftDown(0);
+}
+
+void TimerHeap::Rebuild() {
+  std::erase_if(slots_, [](const Slot& slot) { return slot.node == nullptr; });
+  emptied_ = 0;
+  for (size_t i = 0; i < slots_.size(); ++i) slots_[i].node->heap_index_ = i;
+  for (size_t i = slots_.size() / 2; i > 0; --i) SiftDown(i - 1);
 }
 
 void TimerHeap::Push(TimerNode* node) {
   Remove(node);
   node->sequence = NextSequence();
-  nodes_.push_back(node);
-  node->heap_index_ = nodes_.size() - 1;
-  SiftUp(nodes_.size() - 1);
+  slots_.push_back(Slot{node->deadline, node->sequence, node});
+  node->heap_index_ = slots_.size() - 1;
+  ++armed_;
+  SiftUp(slots_.size() - 1);
 }
 
 void TimerHeap::Remove(TimerNode* node) {
   if (!node->armed()) return;
   const size_t index = node->heap_index_;
   node->heap_index_ = TimerNode::kNotArmed;
-  TimerNode* last = nodes_.back();
-  nodes_.pop_back();
-  if (last == node) return;
-  Place(index, last);
-  // The moved node may belong above or below its new place.
-  if (index > 0 && Before(last, nodes_[(index - 1) / 2])) {
-    SiftUp(index);
-  } else {
-    SiftDown(index);
+  --armed_;
+  if (index == slots_.size() - 1) {
+    slots_.pop_back();  // the last slot: nothing to keep in order
+    return;
   }
+  slots_[index].node = nullptr;
+  ++emptied_;
+  if (emptied_ > kEmptySlotsKept && emptied_ > armed_) Rebuild();
+}
+
+TimerNode* TimerHeap::PopDue(Loop::Clock::time_point now, uint64_t sequence_limit) {
+  while (!slots_.empty()) {
+    const Slot top = slots_.front();
+    if (top.deadline > now || top.sequence >= sequence_limit) return nullptr;
+    PopTop();
+    if (top.node == nullptr) {
+      --emptied_;
+      continue;
+    }
+    top.node->heap_index_ = TimerNode::kNotArmed;
+    --armed_;
+    return top.node;
+  }
+  return nullptr;
 }
 
 }  // namespace uxds::detail

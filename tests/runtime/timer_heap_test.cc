@@ -4,9 +4,12 @@
 #include <liburing.h>
 
 #include <random>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include "runtime/io_awaiter.h"
+#include "runtime/timer_heap.h"
 #include "uxds/runtime.h"
 
 namespace uxds {
@@ -87,6 +90,79 @@ TEST(TimerHeapTest, TiesKeepArmingOrderAndCancelledSleepsDisarm) {
   EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
   EXPECT_EQ(cancelled_sleep.code(), StatusCode::kCancelled);
   EXPECT_EQ(loop->armed_timers(), 0u);
+}
+
+// The heap itself against an ordered set, through random arms, re-arms,
+// cancels and pops of what is due: what falls due is always the earliest
+// armed deadline, ties by arming order; no cancelled node ever comes out;
+// every node's index stays right (a wrong one would cancel the wrong
+// node); and cancelled slots never outnumber armed ones by more than the
+// few the heap keeps.
+TEST(TimerHeapTest, TheHeapAgreesWithAnOrderedSet) {
+  struct Node final : detail::TimerNode {
+    void OnExpired() override {}
+  };
+  constexpr int kNodes = 2000;
+  std::vector<Node> nodes(kNodes);
+  detail::TimerHeap heap;
+  // (deadline, sequence) -> node index: what the heap should hold.
+  std::set<std::pair<std::pair<Loop::Clock::time_point, uint64_t>, int>> expected;
+  std::mt19937 random(11);
+  const Loop::Clock::time_point base{};
+  auto key = [&](int i) { return std::make_pair(nodes[i].deadline, nodes[i].sequence); };
+  auto pop_due = [&](Loop::Clock::time_point now) {
+    detail::TimerNode* due = heap.PopDue(now, heap.sequence_limit());
+    if (expected.empty() || expected.begin()->first.first > now) {
+      EXPECT_EQ(due, nullptr);
+      return false;
+    }
+    EXPECT_EQ(due, &nodes[expected.begin()->second]);
+    expected.erase(expected.begin());
+    return due != nullptr;
+  };
+  for (int step = 0; step < 200'000; ++step) {
+    const int i = static_cast<int>(random() % kNodes);
+    switch (random() % 8) {
+      case 0:
+      case 1:
+      case 2:  // arm or re-arm; few distinct deadlines, so ties are common
+        if (nodes[i].armed()) expected.erase({key(i), i});
+        nodes[i].deadline = base + std::chrono::milliseconds(random() % 64);
+        heap.Push(&nodes[i]);
+        expected.insert({key(i), i});
+        break;
+      case 3:
+      case 4:
+      case 5:  // cancel any node, armed or not
+        if (nodes[i].armed()) expected.erase({key(i), i});
+        heap.Remove(&nodes[i]);
+        break;
+      case 6:  // what is due at some time
+        pop_due(base + std::chrono::milliseconds(random() % 64));
+        break;
+      case 7:  // cancel the earliest, as a response cancels resource timers
+        if (!expected.empty()) {
+          const int first = expected.begin()->second;
+          expected.erase(expected.begin());
+          heap.Remove(&nodes[first]);
+        }
+        break;
+    }
+    ASSERT_EQ(heap.size(), expected.size()) << step;
+    ASSERT_LE(heap.slot_count(), 2 * expected.size() + detail::TimerHeap::kEmptySlotsKept + 1)
+        << step;
+    for (int k = 0; k < 3; ++k) {
+      const int j = static_cast<int>(random() % kNodes);
+      ASSERT_EQ(nodes[j].armed(), expected.contains({key(j), j})) << step;
+    }
+  }
+  const auto end = base + std::chrono::milliseconds(64);
+  while (pop_due(end)) {
+  }
+  EXPECT_TRUE(expected.empty());
+  EXPECT_TRUE(heap.empty());
+  EXPECT_EQ(heap.slot_count(), 0u);
+  for (const Node& node : nodes) EXPECT_FALSE(node.armed());
 }
 
 Task<void> Nop(Loop& loop, int& done) {
