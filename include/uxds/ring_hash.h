@@ -71,6 +71,37 @@ std::vector<RingEndpoint> BuildRingEndpoints(std::span<const RingHashAddress> ad
 // "[2001:db8::1]:443"), or why `host_port` is not an IP address and port.
 StatusOr<std::string> RingHashAddressText(std::string_view host_port);
 
+namespace ring_internal {
+
+// Memory for the arrays a pick reads at random places. From 2 MiB on it is
+// aligned to 2 MiB and marked for transparent huge pages (where the kernel
+// gives them on request), so a lookup costs its cache miss and not also a
+// page walk; an unaligned block would leave up to 2 MiB at each end on
+// small pages. Smaller arrays come from operator new.
+void* AllocateForRandomReads(size_t bytes, size_t alignment);
+void FreeForRandomReads(void* memory, size_t bytes, size_t alignment);
+
+template <typename T>
+struct RandomReadAllocator {
+  using value_type = T;
+  RandomReadAllocator() = default;
+  template <typename U>
+  RandomReadAllocator(const RandomReadAllocator<U>&) {}
+  T* allocate(size_t n) {
+    return static_cast<T*>(AllocateForRandomReads(n * sizeof(T), alignof(T)));
+  }
+  void deallocate(T* memory, size_t n) { FreeForRandomReads(memory, n * sizeof(T), alignof(T)); }
+  template <typename U>
+  bool operator==(const RandomReadAllocator<U>&) const {
+    return true;
+  }
+};
+
+template <typename T>
+using RandomReadVector = std::vector<T, RandomReadAllocator<T>>;
+
+}  // namespace ring_internal
+
 class Ring {
  public:
   struct Entry {
@@ -312,19 +343,20 @@ class Ring {
   static_assert(sizeof(WideLine) == 64);
 
   LineKind line_kind_ = LineKind::kNone;
-  std::vector<NarrowLine> narrow_lines_;
+  ring_internal::RandomReadVector<NarrowLine> narrow_lines_;
   uint64_t line_count_ = 0;  // narrow lines; below 2^32
-  std::vector<WideLine> wide_lines_;
+  ring_internal::RandomReadVector<WideLine> wide_lines_;
   unsigned line_shift_ = 63;  // wide lines: a hash's top 64 - line_shift_ bits
 
   // The sorted entries, then kWideScanWindow padding entries that FindIndex
   // may read but never counts.
-  std::vector<Entry> entries_ = std::vector<Entry>(kWideScanWindow, Entry{UINT64_MAX, 0});
+  ring_internal::RandomReadVector<Entry> entries_ =
+      ring_internal::RandomReadVector<Entry>(kWideScanWindow, Entry{UINT64_MAX, 0});
   size_t size_ = 0;
   uint32_t window_ = kScanWindow;  // kScanWindow or kWideScanWindow
   // bucket_start_[b] = first entry whose hash >> bucket_shift_ >= b; one
   // extra element (= size()) closes the last bucket.
-  std::vector<uint32_t> bucket_start_{0, 0, 0};
+  ring_internal::RandomReadVector<uint32_t> bucket_start_{0, 0, 0};
   unsigned bucket_shift_ = 63;
 };
 

@@ -8,13 +8,41 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 
 #include "uxds/ring_hash.h"
 
 namespace uxds {
 
 uint64_t XxHash64(std::string_view data) { return XXH64(data.data(), data.size(), 0); }
+
+namespace ring_internal {
+
+namespace {
+constexpr size_t kHugePage = size_t{2} << 20;
+}  // namespace
+
+void* AllocateForRandomReads(size_t bytes, size_t alignment) {
+  if (bytes < kHugePage) return ::operator new(bytes, std::align_val_t(alignment));
+  const size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+  void* memory = std::aligned_alloc(kHugePage, rounded);
+  if (memory == nullptr) throw std::bad_alloc();
+  // Only a hint: without huge pages the array works the same.
+  madvise(memory, rounded, MADV_HUGEPAGE);
+  return memory;
+}
+
+void FreeForRandomReads(void* memory, size_t bytes, size_t alignment) {
+  if (bytes < kHugePage) {
+    ::operator delete(memory, std::align_val_t(alignment));
+    return;
+  }
+  std::free(memory);
+}
+
+}  // namespace ring_internal
 
 Status RingSizeConfig::Validate() const {
   // A42: the same limits the Cluster decoder applies to ring_hash_lb_config.
@@ -50,19 +78,12 @@ size_t FormatDecimal(uint64_t n, char* out) {
   return len;
 }
 
-// Makes `v` empty with room for `n` elements, untouched yet. A large ring
-// is read at random places: where the kernel gives transparent huge pages
-// on request (madvise mode), ask for them, so a lookup costs its cache
-// misses and not also a page walk each. Only a hint; failure changes nothing.
-template <typename T>
-void ReserveForRandomReads(std::vector<T>& v, size_t n) {
-  std::vector<T>().swap(v);
+// Makes `v` empty with room for `n` elements, untouched yet (so a large
+// array's huge pages are not split by a copy into a smaller block first).
+template <typename V>
+void ReserveEmpty(V& v, size_t n) {
+  V().swap(v);
   v.reserve(n);
-  constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
-  const uintptr_t data = reinterpret_cast<uintptr_t>(v.data());
-  const uintptr_t begin = (data + kHugePage - 1) & ~(kHugePage - 1);
-  const uintptr_t end = (data + n * sizeof(T)) & ~(kHugePage - 1);
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
 }
 
 }  // namespace
@@ -116,8 +137,8 @@ Ring Ring::Build(std::span<const RingEndpoint> endpoints, const RingSizeConfig& 
 
 void Ring::BuildPickLines(size_t endpoint_count) {
   line_kind_ = LineKind::kNone;
-  std::vector<NarrowLine>().swap(narrow_lines_);
-  std::vector<WideLine>().swap(wide_lines_);
+  decltype(narrow_lines_)().swap(narrow_lines_);
+  decltype(wide_lines_)().swap(wide_lines_);
   // Small rings stay in cache, where the table and the scan are faster.
   if (size_ < kLinesFrom) return;
   if (endpoint_count <= NarrowLine::kMaxEndpoints) {
@@ -130,7 +151,7 @@ void Ring::BuildPickLines(size_t endpoint_count) {
 void Ring::BuildNarrowLines() {
   const size_t n = size_;
   line_count_ = (n + NarrowLine::kEntriesPerLine - 1) / NarrowLine::kEntriesPerLine;
-  ReserveForRandomReads(narrow_lines_, line_count_);
+  ReserveEmpty(narrow_lines_, line_count_);
   narrow_lines_.resize(line_count_);
   // As FindEndpointInNarrowLine places a hash: line = place >> 32.
   auto place = [this](uint64_t hash) { return (hash >> 32) * line_count_; };
@@ -168,7 +189,7 @@ void Ring::BuildWideLines() {
   const unsigned bits = static_cast<unsigned>(std::bit_width(n - 1)) - 3;
   line_shift_ = 64 - bits;
   const size_t line_count = size_t{1} << bits;
-  ReserveForRandomReads(wide_lines_, line_count);
+  ReserveEmpty(wide_lines_, line_count);
   wide_lines_.resize(line_count);
   auto key_of = [this](uint64_t hash) { return KeyOf(hash << (64 - line_shift_)); };
   size_t next = 0;  // the first entry of the current line's range
@@ -211,12 +232,12 @@ void Ring::BuildIndexAndSort(std::span<const Entry> unsorted) {
   const unsigned bits = std::max(1u, static_cast<unsigned>(std::bit_width(n - 1)) - wide_shift);
   bucket_shift_ = 64 - bits;
   const size_t buckets = size_t{1} << bits;
-  ReserveForRandomReads(bucket_start_, buckets + 1);
+  ReserveEmpty(bucket_start_, buckets + 1);
   bucket_start_.assign(buckets + 1, 0);
   for (const Entry& e : unsorted) ++bucket_start_[(e.hash >> bucket_shift_) + 1];
   for (size_t b = 1; b <= buckets; ++b) bucket_start_[b] += bucket_start_[b - 1];
   size_ = n;
-  ReserveForRandomReads(entries_, n + kWideScanWindow);
+  ReserveEmpty(entries_, n + kWideScanWindow);
   entries_.assign(n + kWideScanWindow, Entry{UINT64_MAX, 0});
   thread_local std::vector<uint32_t> fill;  // scratch, as in Build
   fill.assign(bucket_start_.begin(), bucket_start_.end() - 1);
