@@ -54,8 +54,14 @@ PickResult RingHashPicker::PickForHash(uint64_t hash) const {
   // instructions. Rings too small for pick lines stay in cache: their
   // table lookup is inline, which costs less than a call.
   const Ring& ring = *ring_;
-  if (ring.line_kind() != Ring::LineKind::kNarrow) return PickFromTableOrWideLine(hash);
-  const uint32_t endpoint = ring.FindEndpointInNarrowLine(hash);
+  uint32_t endpoint;
+  if (ring.line_kind() == Ring::LineKind::kNarrow) {
+    endpoint = ring.FindEndpointInNarrowLine(hash);
+  } else if (ring.line_kind() == Ring::LineKind::kNone) {
+    endpoint = ring[ring.FindIndex(hash)].endpoint;
+  } else {
+    return PickFromWideLine(hash);
+  }
   if (endpoint != Ring::kNotInLine) [[likely]] {
     const Subchannel* subchannel = subchannels_[endpoint];
     if (subchannel->state() == ConnectivityState::kReady) [[likely]] {
@@ -65,11 +71,8 @@ PickResult RingHashPicker::PickForHash(uint64_t hash) const {
   return PickFromIndexOf(hash);
 }
 
-PickResult RingHashPicker::PickFromTableOrWideLine(uint64_t hash) const {
-  const Ring& ring = *ring_;
-  const uint32_t endpoint = ring.line_kind() == Ring::LineKind::kNone
-                                ? ring[ring.FindIndex(hash)].endpoint
-                                : ring.FindEndpointInWideLine(hash);
+PickResult RingHashPicker::PickFromWideLine(uint64_t hash) const {
+  const uint32_t endpoint = ring_->FindEndpointInWideLine(hash);
   if (endpoint != Ring::kNotInLine) [[likely]] {
     const Subchannel* subchannel = subchannels_[endpoint];
     if (subchannel->state() == ConnectivityState::kReady) [[likely]] {

@@ -31,8 +31,8 @@ class RingHashPicker final : public Picker {
   // Out of line, so PickForHash's READY path is a leaf: PickForHash when
   // the ring's line cannot answer, and when the first endpoint is not READY.
   [[gnu::noinline]] PickResult PickFromIndexOf(uint64_t hash) const;
-  // PickForHash for rings without narrow lines.
-  [[gnu::noinline]] PickResult PickFromTableOrWideLine(uint64_t hash) const;
+  // PickForHash for rings with wide lines (more than 255 endpoints).
+  [[gnu::noinline]] PickResult PickFromWideLine(uint64_t hash) const;
   // A42's pseudo-code from the entry FindIndex found, in state `state`.
   PickResult PickFromFirst(size_t first, ConnectivityState state) const;
   ConnectivityState StateAt(size_t ring_index) const {
