@@ -62,24 +62,11 @@ PickResult RingHashPicker::PickForHash(uint64_t hash) const {
   } else {
     return PickFromWideLine(hash);
   }
-  if (endpoint != Ring::kNotInLine) [[likely]] {
-    const Subchannel* subchannel = subchannels_[endpoint];
-    if (subchannel->state() == ConnectivityState::kReady) [[likely]] {
-      return PickResult::Complete(&subchannel->endpoint());
-    }
-  }
-  return PickFromIndexOf(hash);
+  return PickEndpointIfReady(endpoint, hash);
 }
 
 PickResult RingHashPicker::PickFromWideLine(uint64_t hash) const {
-  const uint32_t endpoint = ring_->FindEndpointInWideLine(hash);
-  if (endpoint != Ring::kNotInLine) [[likely]] {
-    const Subchannel* subchannel = subchannels_[endpoint];
-    if (subchannel->state() == ConnectivityState::kReady) [[likely]] {
-      return PickResult::Complete(&subchannel->endpoint());
-    }
-  }
-  return PickFromIndexOf(hash);
+  return PickEndpointIfReady(ring_->FindEndpointInWideLine(hash), hash);
 }
 
 PickResult RingHashPicker::PickFromIndexOf(uint64_t hash) const {

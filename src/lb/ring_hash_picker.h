@@ -33,6 +33,17 @@ class RingHashPicker final : public Picker {
   [[gnu::noinline]] PickResult PickFromIndexOf(uint64_t hash) const;
   // PickForHash for rings with wide lines (more than 255 endpoints).
   [[gnu::noinline]] PickResult PickFromWideLine(uint64_t hash) const;
+  // `endpoint` (a line's answer for `hash`, or Ring::kNotInLine) if it is
+  // READY; else the whole pick through FindIndex.
+  PickResult PickEndpointIfReady(uint32_t endpoint, uint64_t hash) const {
+    if (endpoint != Ring::kNotInLine) [[likely]] {
+      const Subchannel* subchannel = subchannels_[endpoint];
+      if (subchannel->state() == ConnectivityState::kReady) [[likely]] {
+        return PickResult::Complete(&subchannel->endpoint());
+      }
+    }
+    return PickFromIndexOf(hash);
+  }
   // A42's pseudo-code from the entry FindIndex found, in state `state`.
   PickResult PickFromFirst(size_t first, ConnectivityState state) const;
   ConnectivityState StateAt(size_t ring_index) const {
