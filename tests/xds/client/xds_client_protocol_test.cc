@@ -8,8 +8,10 @@
 #include <future>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "google/protobuf/any.pb.h"
@@ -524,6 +526,71 @@ TEST_F(XdsClientProtocolTest, TheAckIsOnTheWireBeforeAnyCallbackRuns) {
                          .has_value();
   watcher->Answer();
   EXPECT_TRUE(acked);
+}
+
+// Counts the resources it is given (on the client's loop thread).
+class CountingWatcher final : public XdsResourceWatcher<TestClusterResource> {
+ public:
+  explicit CountingWatcher(std::atomic<int>& count) : count_(count) {}
+  void OnResourceChanged(StatusOr<std::shared_ptr<const TestClusterResource>> r) override {
+    if (r.ok()) count_.fetch_add(1);
+  }
+  void OnAmbientError(Status) override {}
+
+ private:
+  std::atomic<int>& count_;
+};
+
+// A large response is applied, and its watchers told, in slices with the
+// loop free in between: a task on the client's loop that only yields sees
+// the response half applied (the first Cluster ACKED, the last still
+// REQUESTED) and its watchers half told. Done in one piece, the loop would
+// run nothing else from the response's first byte to its last callback,
+// and a timer or an ACK due meanwhile would wait as long.
+TEST_F(XdsClientProtocolTest, ALargeResponseIsAppliedAndDeliveredInSlices) {
+  StartClient();
+  constexpr int kClusters = 3000;
+  std::atomic<int> told{0};
+  std::vector<std::shared_ptr<CountingWatcher>> watchers;
+  std::vector<std::string> names;
+  std::vector<ResponseResource> resources;
+  for (int i = 0; i < kClusters; ++i) names.push_back("c" + std::to_string(i));
+  loop_->RunSync([&] {
+    for (const std::string& name : names) {
+      watchers.push_back(std::make_shared<CountingWatcher>(told));
+      client_->WatchResource(TestClusterType::Get(), name, watchers.back());
+    }
+  });
+  ASSERT_TRUE(WaitForRequest(kClusterTypeUrl, names).has_value());
+  for (const std::string& name : names) resources.push_back(ClusterAny(name, 1000));
+  std::atomic<bool> saw_half_applied{false};
+  std::atomic<bool> saw_half_told{false};
+  std::atomic<bool> stop{false};
+  std::atomic<bool> probe_finished{false};
+  auto probe = [&]() -> Task<void> {
+    auto acked = [&](const std::string& name) {
+      auto entry = client_->Lookup(TestClusterType::Get(), name);
+      return entry.has_value() && entry->state == XdsCacheState::kAcked;
+    };
+    while (!stop.load()) {
+      if (acked(names.front()) && !acked(names.back())) saw_half_applied = true;
+      const int n = told.load();
+      if (n > 0 && n < kClusters) saw_half_told = true;
+      co_await loop_->loop().Yield();
+    }
+    probe_finished = true;
+  };
+  loop_->RunSync([&] { loop_->loop().Spawn(probe()); });
+  Respond(kClusterTypeUrl, "1", std::move(resources));
+  const auto deadline = Clock::now() + kWait;
+  while (told.load() < kClusters && Clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  EXPECT_EQ(told.load(), kClusters);
+  stop = true;
+  while (!probe_finished.load()) std::this_thread::sleep_for(milliseconds(1));
+  EXPECT_TRUE(saw_half_applied) << "the response was applied in one piece";
+  EXPECT_TRUE(saw_half_told) << "the watchers were told in one piece";
 }
 
 // A host name in server_uri is resolved off the control loop; one that does
