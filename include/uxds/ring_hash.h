@@ -127,11 +127,21 @@ class Ring {
   // top bits gives the first entry of its bucket (about one entry per
   // bucket); a crowded bucket falls back to a binary search inside it.
   size_t FindIndex(uint64_t hash) const {
+    const size_t index = FindIndexInTable(hash);
+    if (index == kCrowdedBucket) [[unlikely]]
+      return BinarySearchInBucket(hash);
+    return index;
+  }
+  // FindIndex without the binary search of a crowded bucket: kCrowdedBucket
+  // then. Nothing here calls a function, so a caller that sends crowded
+  // buckets elsewhere keeps its own fast path free of calls.
+  static constexpr size_t kCrowdedBucket = SIZE_MAX;
+  size_t FindIndexInTable(uint64_t hash) const {
     const uint64_t bucket = hash >> bucket_shift_;
     const uint32_t lo = bucket_start_[bucket];
     const uint32_t in_bucket = bucket_start_[bucket + 1] - lo;
     if (in_bucket > window_) [[unlikely]] {
-      return BinarySearchIn(hash, lo, lo + in_bucket);
+      return kCrowdedBucket;
     }
     // Entries are sorted, so the answer is `lo` plus the number of the
     // bucket's entries below `hash`. The window may run past the bucket:
@@ -147,20 +157,28 @@ class Ring {
     if (window_ == kWideScanWindow) index += CountBelow(e + kScanWindow, hash);
     return index == size_ ? 0 : index;
   }
+  // The endpoint of FindIndexInTable's entry, or kNotInLine for a crowded
+  // bucket.
+  uint32_t FindEndpointInTable(uint64_t hash) const {
+    const size_t index = FindIndexInTable(hash);
+    return index == kCrowdedBucket ? kNotInLine : entries_[index].endpoint;
+  }
 
   // The endpoint of the entry FindIndex(hash) finds, from one cache line:
   // what a pick reads when that endpoint is READY. Rings of kLinesFrom
   // entries and more are also laid out as 64-byte lines, one per range of
   // hashes (see NarrowLine and WideLine); a pick compares the query's key
   // with the line's keys at once and takes the endpoint beside the first
-  // key not below it. A key equal to the query's (the entries' full hashes
-  // decide, about 1 pick in 5000), a line whose range holds more entries
-  // than fit, or a ring with too many endpoints for 16 bits answers through
-  // FindIndex.
+  // key not below it. A narrow line's range that holds more entries than
+  // fit continues in the next line (FindEndpointPastNarrowLine). A key
+  // equal to the query's (the entries' full hashes decide), a wide line
+  // whose range holds more entries than fit, or a ring with too many
+  // endpoints for 16 bits answers through FindIndex.
   uint32_t FindEndpoint(uint64_t hash) const {
     uint32_t endpoint = kNotInLine;
     if (line_kind_ == LineKind::kNarrow) {
       endpoint = FindEndpointInNarrowLine(hash);
+      if (endpoint == kNotInLine) endpoint = FindEndpointPastNarrowLine(hash);
     } else if (line_kind_ == LineKind::kWide) {
       endpoint = FindEndpointInWideLine(hash);
     }
@@ -177,26 +195,42 @@ class Ring {
     kWide,    // WideLine: up to 65536 endpoints
   };
   LineKind line_kind() const { return line_kind_; }
+  // How a ring's narrow lines came out (all zero without narrow lines):
+  // for tests, and to see what the lines cost.
+  struct NarrowLineCounts {
+    size_t lines = 0;
+    size_t continuing = 0;        // the range goes on in the next line
+    size_t overflowing = 0;       // FindIndex answers the range's picks
+    bool last_continues = false;  // the last range does not fit its line
+  };
+  NarrowLineCounts CountNarrowLines() const;
+  // kNotInLine also when the query's range continues in the next line
+  // (about 1 pick in 80): FindEndpointPastNarrowLine answers those.
   uint32_t FindEndpointInNarrowLine(uint64_t hash) const {
     // The line is the hash's place among line_count_ equal ranges; the key
-    // its place inside that range, in 16 bits: the high and low halves of
-    // one 32x32-bit product. Both only grow with the hash. (Entries that
-    // share their top 32 bits share a key: the equal-key check below sends
-    // those picks to FindIndex.)
+    // its place inside that range: the high and low halves of one
+    // 32x32-bit product. Both only grow with the hash. (Entries that share
+    // their top 32 bits share a key: the equal-key check below sends those
+    // picks to FindIndex.)
     const uint64_t place = (hash >> 32) * line_count_;
     const NarrowLine& line = narrow_lines_[static_cast<size_t>(place >> 32)];
-    const uint16_t query = KeyOf(place << 32);
+    const uint16_t query = OwnKey(place);
     // The keys are sorted: those below the query form a run from slot 0.
     const unsigned slot = static_cast<unsigned>(std::countr_one(line.Below(query)));
     const uint32_t endpoint = line.endpoint[slot];
-    // An overflowing line, or a key equal to the query's. Slot kSlots has
-    // no key (every key was below): what KeyAt reads there are endpoint
-    // bytes, which at worst send a pick the long way.
-    if (endpoint == NarrowLine::kOverflow || line.KeyAt(slot) == query) [[unlikely]] {
+    // Elsewhere (an overflowing line, or the range continues in the next
+    // line), or a key equal to the query's. Slot kSlots has no key (every
+    // key was below): what KeyAt reads there are endpoint bytes, which at
+    // worst send a pick the long way.
+    if (endpoint == NarrowLine::kElsewhere || line.KeyAt(slot) == query) [[unlikely]] {
       return kNotInLine;
     }
     return endpoint;
   }
+  // For a pick FindEndpointInNarrowLine could not answer: the endpoint
+  // from the next line when the query's range continues there, else
+  // kNotInLine (FindIndex answers).
+  uint32_t FindEndpointPastNarrowLine(uint64_t hash) const;
   uint32_t FindEndpointInWideLine(uint64_t hash) const {
     const WideLine& line = wide_lines_[hash >> line_shift_];
     const uint16_t query = KeyOf(hash << (64 - line_shift_));
@@ -227,7 +261,8 @@ class Ring {
            static_cast<size_t>(e[2].hash < hash) + static_cast<size_t>(e[3].hash < hash);
   }
   static constexpr uint32_t kInsertionSortLimit = 32;
-  size_t BinarySearchIn(uint64_t hash, uint32_t lo, uint32_t hi) const;
+  // FindIndex for a bucket of more than window_ entries.
+  size_t BinarySearchInBucket(uint64_t hash) const;
   void BuildIndexAndSort(std::span<const Entry> unsorted);
   // Build's scratch buffers are kept for rings up to this size.
   static constexpr size_t kKeptScratchEntries = size_t{1} << 16;
@@ -248,22 +283,42 @@ class Ring {
   }
   static constexpr uint16_t kLowestKey = 0x0000 ^ kSignBit;
   static constexpr uint16_t kHighestKey = 0xFFFF ^ kSignBit;
+  // A narrow line's keys, from a hash's place (hash >> 32) * line_count_:
+  // the 15 bits below the line's number (bits 17-31 of `place`), and
+  // above them whether the entry belongs to the line's own range (1) or
+  // to the previous line's (0); sign bit flipped as in KeyOf. So every key
+  // of the previous range orders below every key of the line's own.
+  static uint16_t OwnKey(uint64_t place) {
+    return static_cast<uint16_t>(static_cast<uint32_t>(place) >> 17);
+  }
+  static uint16_t CarriedKey(uint64_t place) {
+    return static_cast<uint16_t>(OwnKey(place) | kSignBit);
+  }
 
   // The entries whose hashes fall in one of line_count_ equal ranges, in
   // one cache line: their keys, sorted, then kHighestKey; each key's
   // entry's endpoint, and one more endpoint, at slot kSlots. A slot past
   // the range's entries (kHighestKey) and slot kSlots hold the endpoint of
-  // the first entry after the range (wrapping to entry 0). A range of more
-  // than kSlots entries (0.6 % of lines at kEntriesPerLine) has every key
-  // kLowestKey and every endpoint kOverflow. Endpoints take one byte, so a
-  // line holds 21 entries where WideLine holds 15: about 12 entries per
-  // line make an 8M-entry ring 43 MB, where wide lines take 64 MB, and a
-  // pick's miss is more often a hit in the last-level cache.
+  // the first entry after the range (wrapping to entry 0).
+  //
+  // A range of more entries than the line has room for continues in the
+  // next line: its slot kSlots holds kElsewhere, and the next line begins
+  // with the entries that did not fit (CarriedKey keys, below all of its
+  // own). About 16 entries per line (kEntriesPerLine) make an 8M-entry ring
+  // 32 MB; 9 % of the ranges continue, and about 1 pick in 80 reads a
+  // second line. Lines whose own range did not fit would need fixed room
+  // (12 entries per line and 0.6 % overflowing took 43 MB). A line that
+  // cannot take even the previous range's rest (only with hashes chosen
+  // to collide) has every key kLowestKey and every endpoint kElsewhere:
+  // FindIndex answers its picks.
+  //
+  // Endpoints take one byte, so a line holds 21 entries where WideLine
+  // holds 15.
   struct alignas(64) NarrowLine {
     static constexpr unsigned kSlots = 21;
-    static constexpr uint8_t kOverflow = 0xFF;
-    static constexpr size_t kMaxEndpoints = kOverflow;  // ids 0..254
-    static constexpr size_t kEntriesPerLine = 12;
+    static constexpr uint8_t kElsewhere = 0xFF;
+    static constexpr size_t kMaxEndpoints = kElsewhere;  // ids 0..254
+    static constexpr size_t kEntriesPerLine = 16;
     // Bit i: key[i] < query; bits kSlots and up are zeros, so a run of
     // ones from bit 0 ends at kSlots at the latest.
     uint32_t Below(uint16_t query) const {

@@ -155,31 +155,84 @@ void Ring::BuildNarrowLines() {
   narrow_lines_.resize(line_count_);
   // As FindEndpointInNarrowLine places a hash: line = place >> 32.
   auto place = [this](uint64_t hash) { return (hash >> 32) * line_count_; };
-  size_t next = 0;  // the first entry of the current line's range
+  size_t carried = 0;  // the first entry the previous line had no room for
+  size_t next = 0;     // the first entry of the current line's range
   for (size_t b = 0; b < line_count_; ++b) {
     size_t end = next;
     while (end < n && (place(entries_[end].hash) >> 32) == b) ++end;
     NarrowLine& line = narrow_lines_[b];
-    if (end - next > NarrowLine::kSlots) {
+    const size_t carried_count = next - carried;
+    if (carried_count > NarrowLine::kSlots) {
+      // Not even the previous range's rest fits: neither range can be
+      // answered from lines (the previous line's continuation lands here).
       std::fill(std::begin(line.key), std::end(line.key), kLowestKey);
-      std::fill(std::begin(line.endpoint), std::end(line.endpoint), NarrowLine::kOverflow);
-      next = end;
+      std::fill(std::begin(line.endpoint), std::end(line.endpoint), NarrowLine::kElsewhere);
+      carried = next = end;
       continue;
     }
-    const auto after = static_cast<uint8_t>(entries_[end == n ? 0 : end].endpoint);
-    size_t i = 0;
-    for (; next + i < end; ++i) {
-      line.key[i] = KeyOf(place(entries_[next + i].hash) << 32);
-      line.endpoint[i] = static_cast<uint8_t>(entries_[next + i].endpoint);
+    size_t slot = 0;
+    for (size_t e = carried; e < next; ++e, ++slot) {
+      line.key[slot] = CarriedKey(place(entries_[e].hash));
+      line.endpoint[slot] = static_cast<uint8_t>(entries_[e].endpoint);
     }
-    for (; i < NarrowLine::kSlots; ++i) {
-      line.key[i] = kHighestKey;
-      line.endpoint[i] = after;
+    size_t e = next;
+    for (; e < end && slot < NarrowLine::kSlots; ++e, ++slot) {
+      line.key[slot] = OwnKey(place(entries_[e].hash));
+      line.endpoint[slot] = static_cast<uint8_t>(entries_[e].endpoint);
+    }
+    // The endpoint of the first entry not in this line, for a query above
+    // every key: the next range's first entry (wrapping to entry 0), or
+    // kElsewhere when this range continues in the next line.
+    const uint8_t after = e < end ? NarrowLine::kElsewhere
+                                  : static_cast<uint8_t>(entries_[end == n ? 0 : end].endpoint);
+    for (; slot < NarrowLine::kSlots; ++slot) {
+      line.key[slot] = kHighestKey;
+      line.endpoint[slot] = after;
     }
     line.endpoint[NarrowLine::kSlots] = after;
+    carried = e;
     next = end;
   }
   line_kind_ = LineKind::kNarrow;
+}
+
+Ring::NarrowLineCounts Ring::CountNarrowLines() const {
+  NarrowLineCounts counts;
+  if (line_kind_ != LineKind::kNarrow) return counts;
+  counts.lines = narrow_lines_.size();
+  for (const NarrowLine& line : narrow_lines_) {
+    if (line.endpoint[0] == NarrowLine::kElsewhere) {
+      ++counts.overflowing;
+    } else if (line.endpoint[NarrowLine::kSlots] == NarrowLine::kElsewhere) {
+      ++counts.continuing;
+      counts.last_continues = &line == &narrow_lines_.back();
+    }
+  }
+  return counts;
+}
+
+uint32_t Ring::FindEndpointPastNarrowLine(uint64_t hash) const {
+  const uint64_t place = (hash >> 32) * line_count_;
+  const size_t b = static_cast<size_t>(place >> 32);
+  const NarrowLine& line = narrow_lines_[b];
+  // A range that continues: every key of a full line below the query's,
+  // and kElsewhere after them. (An overflowing line's keys are all
+  // kLowestKey too, but its first endpoint is kElsewhere, which no
+  // endpoint of a line in use is.) The last line's range does not
+  // continue anywhere lines can answer.
+  const bool continues = line.endpoint[0] != NarrowLine::kElsewhere &&
+                         line.endpoint[NarrowLine::kSlots] == NarrowLine::kElsewhere &&
+                         std::countr_one(line.Below(OwnKey(place))) == NarrowLine::kSlots;
+  if (!continues || b + 1 == line_count_) return kNotInLine;
+  // The rest of the range leads the next line, keyed below that line's own
+  // entries: the first key not below the query's is the answer, one of the
+  // rest or the next range's first entry.
+  const NarrowLine& next = narrow_lines_[b + 1];
+  const uint16_t query = CarriedKey(place);
+  const unsigned slot = static_cast<unsigned>(std::countr_one(next.Below(query)));
+  const uint32_t endpoint = next.endpoint[slot];
+  if (endpoint == NarrowLine::kElsewhere || next.KeyAt(slot) == query) return kNotInLine;
+  return endpoint;
 }
 
 void Ring::BuildWideLines() {
@@ -265,7 +318,10 @@ void Ring::BuildIndexAndSort(std::span<const Entry> unsorted) {
   }
 }
 
-size_t Ring::BinarySearchIn(uint64_t hash, uint32_t lo, uint32_t hi) const {
+size_t Ring::BinarySearchInBucket(uint64_t hash) const {
+  const uint64_t bucket = hash >> bucket_shift_;
+  const uint32_t lo = bucket_start_[bucket];
+  const uint32_t hi = bucket_start_[bucket + 1];
   const auto it = std::lower_bound(entries_.begin() + lo, entries_.begin() + hi, hash,
                                    [](const Entry& e, uint64_t h) { return e.hash < h; });
   const size_t index = static_cast<size_t>(it - entries_.begin());

@@ -29,20 +29,27 @@ class RingHashPicker final : public Picker {
  private:
   PickResult PickForRandomHash(uint64_t hash) const;
   // Out of line, so PickForHash's READY path is a leaf: PickForHash when
-  // the ring's line cannot answer, and when the first endpoint is not READY.
+  // the ring's line cannot answer (a narrow line's range continuing in the
+  // next line is tried first), and when the first endpoint is not READY.
   [[gnu::noinline]] PickResult PickFromIndexOf(uint64_t hash) const;
   // PickForHash for rings with wide lines (more than 255 endpoints).
   [[gnu::noinline]] PickResult PickFromWideLine(uint64_t hash) const;
   // `endpoint` (a line's answer for `hash`, or Ring::kNotInLine) if it is
   // READY; else the whole pick through FindIndex.
   PickResult PickEndpointIfReady(uint32_t endpoint, uint64_t hash) const {
-    if (endpoint != Ring::kNotInLine) [[likely]] {
-      const Subchannel* subchannel = subchannels_[endpoint];
-      if (subchannel->state() == ConnectivityState::kReady) [[likely]] {
-        return PickResult::Complete(&subchannel->endpoint());
-      }
+    if (const Subchannel* subchannel = ReadySubchannel(endpoint)) [[likely]] {
+      return PickResult::Complete(&subchannel->endpoint());
     }
     return PickFromIndexOf(hash);
+  }
+  // The subchannel of `endpoint` (or of none: Ring::kNotInLine) if READY.
+  const Subchannel* ReadySubchannel(uint32_t endpoint) const {
+    if (endpoint == Ring::kNotInLine) [[unlikely]]
+      return nullptr;
+    const Subchannel* subchannel = subchannels_[endpoint];
+    if (subchannel->state() != ConnectivityState::kReady) [[unlikely]]
+      return nullptr;
+    return subchannel;
   }
   // A42's pseudo-code from the entry FindIndex found, in state `state`.
   PickResult PickFromFirst(size_t first, ConnectivityState state) const;

@@ -364,7 +364,17 @@ TEST(RingTest, PickLinesCoverEveryRingShape) {
   // Rings of 2^18 entries and more answer READY picks from packed lines;
   // smaller ones from the table (ExpectLookupsAgree checks both).
   EXPECT_EQ(Ring::Build(EqualEndpoints(100), RingSizeConfig{4096, 4096}).line_kind(), Kind::kNone);
-  EXPECT_EQ(Ring::Build(EqualEndpoints(100), large).line_kind(), Kind::kNarrow);
+  const Ring narrow = Ring::Build(EqualEndpoints(100), large);
+  EXPECT_EQ(narrow.line_kind(), Kind::kNarrow);
+  // About 16 entries per line: the ranges that hold more than a line's 21
+  // slots (9 % of them) continue in the next line; none overflows.
+  const Ring::NarrowLineCounts counts = narrow.CountNarrowLines();
+  EXPECT_EQ(counts.lines, (narrow.size() + 15) / 16);
+  EXPECT_GT(counts.continuing, counts.lines / 20);
+  EXPECT_LT(counts.continuing, counts.lines / 7);
+  EXPECT_EQ(counts.overflowing, 0u);
+  EXPECT_EQ(Ring::Build(EqualEndpoints(100), RingSizeConfig{4096, 4096}).CountNarrowLines().lines,
+            0u);
   // Narrow lines hold endpoints in a byte, 0xFF marking an overflow: up to
   // 255 endpoints; from 256 on, wide lines (16 bits).
   EXPECT_EQ(Ring::Build(EqualEndpoints(255), large).line_kind(), Kind::kNarrow);
@@ -382,12 +392,30 @@ TEST(RingTest, PickLinesCoverEveryRingShape) {
   // Every line that has entries holds more than fit (100 equal hashes
   // each): its picks answer through FindIndex.
   const std::vector<RingEndpoint> crowded(100, RingEndpoint{"k", 1});
-  EXPECT_EQ(Ring::Build(crowded, large).line_kind(), Kind::kNarrow);
+  const Ring crowded_ring = Ring::Build(crowded, large);
+  EXPECT_EQ(crowded_ring.line_kind(), Kind::kNarrow);
+  EXPECT_GT(crowded_ring.CountNarrowLines().overflowing, 0u);
   ExpectLookupsAgree(crowded, large, 17);
   std::vector<RingEndpoint> crowded_wide = EqualEndpoints(300);
   for (size_t i = 0; i < 100; ++i) crowded_wide[i].hash_key = "k";
   EXPECT_EQ(Ring::Build(crowded_wide, large).line_kind(), Kind::kWide);
   ExpectLookupsAgree(crowded_wide, large, 21);
+}
+
+TEST(RingTest, TheLastNarrowLineContinuesIntoTheWrapAround) {
+  // A range that does not fit its line continues in the next one; the last
+  // line has no next one, and its picks past the line wrap to entry 0
+  // through FindIndex. About 1 ring in 11 ends with such a line: look for
+  // one among rings of the same size over differently named endpoints.
+  const RingSizeConfig large{1 << 18, RingSizeConfig::kMaxRingSizeLimit, 1 << 18};
+  for (int variant = 0; variant < 300; ++variant) {
+    std::vector<RingEndpoint> endpoints = EqualEndpoints(100);
+    for (RingEndpoint& e : endpoints) e.hash_key += "/" + std::to_string(variant);
+    if (!Ring::Build(endpoints, large).CountNarrowLines().last_continues) continue;
+    ExpectLookupsAgree(endpoints, large, 22);
+    return;
+  }
+  FAIL() << "no ring among 300 ends with a continuing line";
 }
 
 TEST(RingTest, EmptyEndpointListGivesAnEmptyRing) {
