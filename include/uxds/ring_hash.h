@@ -306,8 +306,9 @@ class Ring {
   // with the entries that did not fit (CarriedKey keys, below all of its
   // own). About 16 entries per line (kEntriesPerLine) make an 8M-entry ring
   // 32 MB; 9 % of the ranges continue, and about 1 pick in 80 reads a
-  // second line. Lines whose own range did not fit would need fixed room
-  // (12 entries per line and 0.6 % overflowing took 43 MB). A line that
+  // second line. Without the continuation a line needs room for its whole
+  // range: at 12 entries per line 0.6 % of ranges still overflowed to
+  // FindIndex (two dependent misses), in 43 MB. A line that
   // cannot take even the previous range's rest (only with hashes chosen
   // to collide) has every key kLowestKey and every endpoint kElsewhere:
   // FindIndex answers its picks.
