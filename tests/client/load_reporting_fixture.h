@@ -267,39 +267,43 @@ class LoadReportingTest : public ::testing::Test {
       ASSERT_GT(left.count(), 0) << "the reports never added up";
       std::optional<ObservedLrsRequest> report = cp_->NextLrsRequest(left, stream);
       ASSERT_TRUE(report.has_value()) << "no load report within " << kWait.count() << " ms";
-      LoadStatsRequest request;
-      ASSERT_TRUE(request.ParseFromString(report->bytes));
-      EXPECT_FALSE(request.has_node()) << "only a stream's first request carries the node";
-      for (const auto& cluster : request.cluster_stats()) {
-        reported_clusters_.insert(cluster.cluster_name());
-        EXPECT_EQ(cluster.cluster_service_name(), "s-" + cluster.cluster_name());
-        // The interval the client measured: at least the one it was told.
-        const auto& interval = cluster.load_report_interval();
-        EXPECT_GE(interval.seconds() * 1000 + interval.nanos() / 1000000, min_interval_ms_);
-        EXPECT_EQ(std::count_if(
-                      request.cluster_stats().begin(), request.cluster_stats().end(),
-                      [&](const auto& c) { return c.cluster_name() == cluster.cluster_name(); }),
-                  1)
-            << "one ClusterStats per cluster and report";
-        for (const auto& l : cluster.upstream_locality_stats()) {
-          EXPECT_EQ(l.locality().region(), "r");
-          for (LocalityTotals* totals :
-               {&localities_[l.locality().zone()],
-                &by_cluster_[cluster.cluster_name()][l.locality().zone()]}) {
-            totals->issued += l.total_issued_requests();
-            totals->succeeded += l.total_successful_requests();
-            totals->failed += l.total_error_requests();
-            totals->in_progress = l.total_requests_in_progress();
-          }
+      RecordReport(*report);
+      if (HasFatalFailure()) return;
+    }
+  }
+
+  // Adds what one report says to the totals below.
+  void RecordReport(const ObservedLrsRequest& report) {
+    LoadStatsRequest request;
+    ASSERT_TRUE(request.ParseFromString(report.bytes));
+    EXPECT_FALSE(request.has_node()) << "only a stream's first request carries the node";
+    for (const auto& cluster : request.cluster_stats()) {
+      reported_clusters_.insert(cluster.cluster_name());
+      EXPECT_EQ(cluster.cluster_service_name(), "s-" + cluster.cluster_name());
+      // The interval the client measured: at least the one it was told.
+      const auto& interval = cluster.load_report_interval();
+      EXPECT_GE(interval.seconds() * 1000 + interval.nanos() / 1000000, min_interval_ms_);
+      EXPECT_EQ(
+          std::count_if(request.cluster_stats().begin(), request.cluster_stats().end(),
+                        [&](const auto& c) { return c.cluster_name() == cluster.cluster_name(); }),
+          1)
+          << "one ClusterStats per cluster and report";
+      for (const auto& l : cluster.upstream_locality_stats()) {
+        EXPECT_EQ(l.locality().region(), "r");
+        for (LocalityTotals* totals : {&localities_[l.locality().zone()],
+                                       &by_cluster_[cluster.cluster_name()][l.locality().zone()]}) {
+          totals->issued += l.total_issued_requests();
+          totals->succeeded += l.total_successful_requests();
+          totals->failed += l.total_error_requests();
+          totals->in_progress = l.total_requests_in_progress();
         }
-        for (const auto& dropped : cluster.dropped_requests()) {
-          dropped_[dropped.category()] += dropped.dropped_count();
-          dropped_by_cluster_[cluster.cluster_name()][dropped.category()] +=
-              dropped.dropped_count();
-        }
-        total_dropped_ += cluster.total_dropped_requests();
-        total_dropped_by_cluster_[cluster.cluster_name()] += cluster.total_dropped_requests();
       }
+      for (const auto& dropped : cluster.dropped_requests()) {
+        dropped_[dropped.category()] += dropped.dropped_count();
+        dropped_by_cluster_[cluster.cluster_name()][dropped.category()] += dropped.dropped_count();
+      }
+      total_dropped_ += cluster.total_dropped_requests();
+      total_dropped_by_cluster_[cluster.cluster_name()] += cluster.total_dropped_requests();
     }
   }
 
