@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
@@ -92,10 +93,12 @@ class ControlPlaneProcess {
  public:
   // Starts `uxds control-plane --dir DIR --listen 127.0.0.1:0` and waits for
   // its "listening" line (nullptr and a test failure if it does not come).
-  static std::unique_ptr<ControlPlaneProcess> Start(const std::string& dir) {
-    auto process = std::unique_ptr<ControlPlaneProcess>(
-        new ControlPlaneProcess(Subprocess::Start({UXDS_TOOL_PATH, "control-plane", "--dir", dir,
-                                                   "--listen", "127.0.0.1:0", "--poll-ms", "50"})));
+  // `poll_ms`: how often DIR is checked where inotify cannot watch it.
+  static std::unique_ptr<ControlPlaneProcess> Start(const std::string& dir,
+                                                    const std::string& poll_ms = "50") {
+    auto process = std::unique_ptr<ControlPlaneProcess>(new ControlPlaneProcess(
+        Subprocess::Start({UXDS_TOOL_PATH, "control-plane", "--dir", dir, "--listen", "127.0.0.1:0",
+                           "--poll-ms", poll_ms})));
     std::optional<json> listening =
         process->WaitFor([](const json& e) { return e["event"] == "listening"; });
     if (!listening.has_value()) {
@@ -110,8 +113,10 @@ class ControlPlaneProcess {
   const std::string& address() const { return address_; }
 
   // The next line not yet taken for which `match` holds (earlier ones that
-  // do not match stay for later calls); nullopt after kWait.
-  std::optional<json> WaitFor(const std::function<bool(const json&)>& match) {
+  // do not match stay for later calls); nullopt after `timeout` without a
+  // line.
+  std::optional<json> WaitFor(const std::function<bool(const json&)>& match,
+                              std::chrono::milliseconds timeout = kWait) {
     while (true) {
       for (size_t i = taken_.size(); i < events_.size(); ++i) taken_.push_back(false);
       for (size_t i = 0; i < events_.size(); ++i) {
@@ -120,7 +125,7 @@ class ControlPlaneProcess {
           return events_[i];
         }
       }
-      std::optional<std::string> line = process_.ReadLine(kWait);
+      std::optional<std::string> line = process_.ReadLine(timeout);
       if (!line.has_value()) return std::nullopt;
       json parsed = json::parse(*line, nullptr, false);
       EXPECT_FALSE(parsed.is_discarded()) << "not JSON: " << *line;
@@ -130,9 +135,10 @@ class ControlPlaneProcess {
   std::optional<json> WaitForEvent(const std::string& event) {
     return WaitFor([&](const json& e) { return e["event"] == event; });
   }
-  bool WaitForSnapshot(const std::string& version) {
+  bool WaitForSnapshot(const std::string& version, std::chrono::milliseconds timeout = kWait) {
     return WaitFor(
-               [&](const json& e) { return e["event"] == "snapshot" && e["version"] == version; })
+               [&](const json& e) { return e["event"] == "snapshot" && e["version"] == version; },
+               timeout)
         .has_value();
   }
   // Every line read so far.
@@ -564,6 +570,55 @@ TEST(SotwResponseCheckerTest, ReportsEveryBrokenRule) {
   Subprocess checker_test =
       Subprocess::Start({Python(), SourceRoot() + "/tests/peers/sotw_response_checker_test.py"});
   EXPECT_EQ(checker_test.Wait(kWait), 0);
+}
+
+TEST_F(ControlPlaneToolTest, AChangeIsSeenWithoutWaitingForAPoll) {
+  // Polled once a minute, the directory is still reloaded at once: inotify
+  // tells of each change. (Where inotify cannot watch DIR, only polls do:
+  // this test then fails, rightly, as it waits less than a poll.)
+  PutAll();
+  auto cp = ControlPlaneProcess::Start(dir_.path(), "60000");
+  ASSERT_NE(cp, nullptr);
+  ASSERT_TRUE(cp->WaitForSnapshot("1"));
+  const auto kLessThanAPoll = std::chrono::seconds(30);
+  // Renamed into place, written in place, deleted: each one a new snapshot.
+  Put("cluster-b.json", ClusterJson("cluster-b"));
+  ASSERT_TRUE(cp->WaitForSnapshot("2", kLessThanAPoll));
+  WriteFile(dir_.File("cluster-b.json"), ClusterJson("cluster-b", "7s"));
+  ASSERT_TRUE(cp->WaitForSnapshot("3", kLessThanAPoll));
+  Remove("cluster-b.json");
+  std::optional<json> snapshot =
+      cp->WaitFor([](const json& e) { return e["event"] == "snapshot" && e["version"] == "4"; },
+                  kLessThanAPoll);
+  ASSERT_TRUE(snapshot.has_value());
+  EXPECT_EQ((*snapshot)["resources"], 5);
+}
+
+TEST_F(ControlPlaneToolTest, ADirectoryMovedAwayAndMadeAgainIsServed) {
+  // The watch ends with the directory it watched (renamed away here); DIR
+  // is then polled, and watched again once it names a directory.
+  const std::string served = dir_.File("served");
+  ASSERT_EQ(mkdir(served.c_str(), 0700), 0);
+  WriteFile(served + "/cluster.json", ClusterJson("cluster-a"));
+  auto cp = ControlPlaneProcess::Start(served);
+  ASSERT_NE(cp, nullptr);
+  ASSERT_TRUE(cp->WaitForSnapshot("1"));
+  ASSERT_EQ(rename(served.c_str(), dir_.File("served.old").c_str()), 0);
+  ASSERT_EQ(mkdir(served.c_str(), 0700), 0);
+  WriteFile(served + "/.c.tmp", ClusterJson("cluster-x"));
+  ASSERT_EQ(rename((served + "/.c.tmp").c_str(), (served + "/x.json").c_str()), 0);
+  WriteFile(served + "/.c.tmp", ClusterJson("cluster-y"));
+  ASSERT_EQ(rename((served + "/.c.tmp").c_str(), (served + "/y.json").c_str()), 0);
+  // Served from the new directory: two Clusters (perhaps after a snapshot
+  // of only the first).
+  std::optional<json> snapshot =
+      cp->WaitFor([](const json& e) { return e["event"] == "snapshot" && e["resources"] == 2; });
+  ASSERT_TRUE(snapshot.has_value());
+  // And changes to it are seen as well.
+  ASSERT_EQ(unlink((served + "/x.json").c_str()), 0);
+  snapshot =
+      cp->WaitFor([](const json& e) { return e["event"] == "snapshot" && e["resources"] == 1; });
+  ASSERT_TRUE(snapshot.has_value());
 }
 
 TEST_F(ControlPlaneToolTest, ExitCodes) {

@@ -13,11 +13,9 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <future>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,6 +24,7 @@
 #include "commands.h"
 #include "control_plane_ads.h"
 #include "control_plane_snapshot.h"
+#include "directory_changes.h"
 #include "json_converter.h"
 #include "json_line_printer.h"
 #include "uxds/loop.h"
@@ -56,14 +55,16 @@ void PrintSnapshot(JsonLinePrinter& printer, const Snapshot& snapshot) {
 }
 
 // Reloads DIR off the loop (the converter blocks) whenever its fingerprint
-// changes, and hands each good snapshot to the loop.
+// changes, and hands each good snapshot to the loop. DirectoryChanges says
+// when to look: inotify, or every `poll_interval` where DIR cannot be
+// watched.
 class DirectoryWatcher {
  public:
   DirectoryWatcher(std::string dir, std::chrono::milliseconds poll_interval,
                    JsonConverter& converter, JsonLinePrinter& printer,
                    std::function<void(std::shared_ptr<const Snapshot>)> publish)
       : dir_(std::move(dir)),
-        poll_interval_(poll_interval),
+        changes_(dir_, poll_interval),
         converter_(converter),
         printer_(printer),
         publish_(std::move(publish)) {}
@@ -81,28 +82,17 @@ class DirectoryWatcher {
   }
 
   void Start() {
-    thread_ = std::thread([this] { Poll(); });
+    thread_ = std::thread([this] {
+      while (changes_.Wait()) ReloadIfChanged();
+    });
   }
   void Stop() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stopping_ = true;
-    }
-    stop_.notify_all();
+    changes_.Stop();
     if (thread_.joinable()) thread_.join();
   }
 
  private:
   std::string NextVersion() { return std::to_string(++last_version_); }
-
-  void Poll() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    while (!stop_.wait_for(lock, poll_interval_, [this] { return stopping_; })) {
-      lock.unlock();
-      ReloadIfChanged();
-      lock.lock();
-    }
-  }
 
   void ReloadIfChanged() {
     StatusOr<std::string> fingerprint = DirectoryFingerprint(dir_);
@@ -116,7 +106,7 @@ class DirectoryWatcher {
     if (*fingerprint == fingerprint_) return;
     StatusOr<DirectoryLoad> load = LoadDirectory(dir_, converter_);
     if (!load.ok()) {
-      // The converter failed: try again on the next poll.
+      // The converter failed: try again on the next change (or poll).
       std::fprintf(stderr, "%s: reloading %s: %s\n", kCommand, dir_.c_str(),
                    load.status().ToString().c_str());
       return;
@@ -131,7 +121,8 @@ class DirectoryWatcher {
   }
 
   const std::string dir_;
-  const std::chrono::milliseconds poll_interval_;
+  // Made before the first load, so that no change after it is missed.
+  DirectoryChanges changes_;
   JsonConverter& converter_;
   JsonLinePrinter& printer_;
   const std::function<void(std::shared_ptr<const Snapshot>)> publish_;
@@ -139,9 +130,6 @@ class DirectoryWatcher {
   std::string last_problem_;
   uint64_t last_version_ = 0;
   std::thread thread_;
-  std::mutex mutex_;
-  std::condition_variable stop_;
-  bool stopping_ = false;
 };
 
 int Fail(const std::string& message) {
@@ -164,7 +152,8 @@ int RunControlPlane(const std::vector<std::string>& args) {
   app.add_option("--dir", dir, "directory of resource files")->required();
   app.add_option("--listen", listen, "address to serve on: 127.0.0.1:0, [::1]:18000 (port 0: any)")
       ->required();
-  app.add_option("--poll-ms", poll_ms, "how often DIR is checked for changes, in ms")
+  app.add_option("--poll-ms", poll_ms,
+                 "how often DIR is checked for changes where inotify cannot watch it, in ms")
       ->check(CLI::Range(10, 60000));
   if (auto rc = ParseCommandLine(app, args)) return *rc;
   // A converter that died shows up as a failed write, not as SIGPIPE.
