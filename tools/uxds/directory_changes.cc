@@ -52,6 +52,7 @@ void DirectoryChanges::StopWatching() {
 }
 
 void DirectoryChanges::Stop() {
+  stopped_.store(true);
   if (stop_fd_ < 0) return;
   const uint64_t one = 1;
   // Fails only if the counter would overflow: it is readable either way.
@@ -94,9 +95,10 @@ bool DirectoryChanges::Drain() {
 }
 
 bool DirectoryChanges::Wait() {
+  if (stopped_.load()) return false;
   if (inotify_fd_ < 0) {
     const int ready = WaitReadable(static_cast<int>(poll_interval_.count()));
-    if (ready < 0) return false;
+    if (ready < 0 || stopped_.load()) return false;
     // Look again each time: the directory may exist again, or inotify may
     // have room now.
     TryWatch();

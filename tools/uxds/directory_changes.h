@@ -6,6 +6,7 @@
 // a core.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <string>
 
@@ -53,6 +54,9 @@ class DirectoryChanges {
   const std::chrono::milliseconds poll_interval_;
   int inotify_fd_ = -1;
   int stop_fd_ = -1;  // an eventfd, readable once Stop() was called
+  // Also set by Stop(): without an eventfd (the process was out of
+  // descriptors) a polling Wait() sees it within one interval.
+  std::atomic<bool> stopped_{false};
 };
 
 }  // namespace uxds::tool
