@@ -63,11 +63,13 @@ Task<void> XdsClientImpl::TearDown() {
 }
 
 void XdsClientImpl::DestroyAfterShutdown(std::unique_ptr<XdsClientImpl> self) {
-  if (self->shutdown_ == ShutdownState::kDone) return;
   // No watcher hears anything once ~XdsClient has returned.
   self->notifications_.Close();
   // Joined after any Shutdown() already waiting (joiners resume in order),
-  // so the client is freed after they have all returned.
+  // so the client is freed after they have all returned. Also when the
+  // shutdown is done: its other waiters may be scheduled and not yet
+  // resumed (the first one to resume may be what destroys the client, as
+  // in ShutdownAndDestroy), and each reads the task group as it resumes.
   auto shutdown = [](std::unique_ptr<XdsClientImpl> owned) -> Task<void> {
     co_await owned->Shutdown();
   };

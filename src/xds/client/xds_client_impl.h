@@ -36,8 +36,9 @@ class XdsClientImpl final : private XdsServerEvents {
   // Idempotent: every caller returns once the one teardown is over.
   Task<void> Shutdown();
   bool shut_down() const { return shutdown_ == ShutdownState::kDone; }
-  // What ~XdsClient does with a client that is not shut down: silences every
-  // watcher now, then finishes the shutdown on the loop and frees `self`.
+  // What ~XdsClient does: silences every watcher now, then finishes the
+  // shutdown on the loop (if it is not done) and frees `self` once every
+  // caller of Shutdown() has returned.
   static void DestroyAfterShutdown(std::unique_ptr<XdsClientImpl> self);
   void WatchResource(const XdsResourceType& type, std::string_view name,
                      std::shared_ptr<XdsResourceWatcherInterface> watcher);

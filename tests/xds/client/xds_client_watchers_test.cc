@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <concepts>
+#include <future>
 #include <memory>
 #include <string>
 
@@ -324,6 +325,30 @@ TEST_F(XdsClientWatchersTest, DestroyingTheClientWhileItShutsDownIsSafe) {
   // The spawned Shutdown() has started (and maybe finished) by now.
   loop_->RunSync([] {});
   loop_->RunSync([&] { client_.reset(); });
+  EXPECT_TRUE(cp_->WaitForStreamClosed(kWait).has_value());
+  Flush();
+  EXPECT_TRUE(NoMoreEvents(*watcher));
+}
+
+// ShutdownAndDestroy() beside another task waiting on Shutdown(): the
+// first waiter to resume frees the client, and the other waiters, already
+// on their way back, must still return from Shutdown() safely (under
+// ASan: no use of the freed client).
+TEST_F(XdsClientWatchersTest, AClientFreedWhenItsShutdownEndsLetsTheOtherWaitersReturn) {
+  StartClient();
+  auto watcher = WatchAndReceiveCluster("c1");
+  std::promise<void> other_returned;
+  loop_->RunSync([&] {
+    XdsClient* client = client_.get();
+    // Spawned first, so it joins the shutdown first and resumes first.
+    XdsClient::ShutdownAndDestroy(std::move(client_));
+    auto wait = [](XdsClient* client, std::promise<void>* returned) -> Task<void> {
+      co_await client->Shutdown();
+      returned->set_value();
+    };
+    loop_->loop().Spawn(wait(client, &other_returned));
+  });
+  EXPECT_EQ(other_returned.get_future().wait_for(kWait), std::future_status::ready);
   EXPECT_TRUE(cp_->WaitForStreamClosed(kWait).has_value());
   Flush();
   EXPECT_TRUE(NoMoreEvents(*watcher));
