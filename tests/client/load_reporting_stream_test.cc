@@ -169,6 +169,9 @@ TEST_F(LoadReportingResponseTest, UnknownClustersGetNoReports) {
     if (report.has_value()) RecordReport(*report);
     ASSERT_FALSE(HasFatalFailure());
   }
+  // The response is applied now: every later call of c is reported.
+  expected_succeeded_ = succeeded();
+  CallAndReadReports(stream, 2);
   EXPECT_EQ(reported_clusters_, std::set<std::string>{"c"});
   EXPECT_EQ(LrsStreamsOpened(*cp_), 1u);
 }
