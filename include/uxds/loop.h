@@ -229,8 +229,14 @@ struct TimerNode {
 
 // A set of concurrently running tasks with a shared CancelState: structured
 // concurrency. Cancel() cancels every task (and their nested operations);
-// Join() waits until all have finished. A group must be empty (joined) when
-// destroyed.
+// Join() waits until all have finished. A group must be empty (joined, and
+// no Join() still waiting) when destroyed; otherwise the process terminates
+// with a message, since its tasks and joiners refer to it.
+//
+// A Join() ends on a fact recorded in the joiner, never on a re-read of the
+// group: the first joiner to resume may free the group (its owner's
+// Shutdown() returning, then the owner destroyed) while the others are
+// still queued to resume.
 class TaskGroup {
  public:
   explicit TaskGroup(Loop& loop, CancelState* parent = nullptr);
@@ -246,19 +252,36 @@ class TaskGroup {
   CancelState& cancel_state() { return cancel_; }
   Loop& loop() const { return loop_; }
 
-  // Completes (never with an error) once no task is live.
+  // Completes (never with an error) once no task is live. A task spawned
+  // before the joiner has resumed is waited for too.
   Task<void> Join();
   // Cancel() then Join().
   Task<void> CancelAndJoin();
 
+  // One Join() in progress: lives in the joining coroutine's frame. The
+  // group writes the wake into it (done, scheduled) and forgets it; `group`
+  // is cleared if the group goes first.
+  struct Joiner {
+    explicit Joiner(TaskGroup& g);
+    ~Joiner();
+    Joiner(const Joiner&) = delete;
+    Joiner& operator=(const Joiner&) = delete;
+    TaskGroup* group;
+    std::coroutine_handle<> handle;
+    bool done = false;       // the group had no live task when it woke this joiner
+    bool scheduled = false;  // a resume of `handle` is in the loop's ready queue
+  };
+
  private:
   friend struct GroupTaskRunner;
   void OnTaskFinished();
+  void Unlink(Joiner* joiner);
 
   Loop& loop_;
   CancelState cancel_;
   size_t live_ = 0;
-  std::vector<std::coroutine_handle<>> joiners_;
+  std::vector<Joiner*> waiting_;  // joiners to wake when live_ reaches 0
+  std::vector<Joiner*> woken_;    // woken, not resumed yet: a Spawn() re-arms them
 };
 
 // Waits for `duration`; OK when it elapsed, CANCELLED if cancelled first.

@@ -183,10 +183,12 @@ class XdsClient {
   static StatusOr<std::unique_ptr<XdsClient>> Create(Loop& loop, Bootstrap bootstrap,
                                                      XdsClientOptions options = {});
   // Call on the client's loop thread. After a completed Shutdown() it frees
-  // everything at once. Without one (or during one) it is still safe: no
-  // watcher callback runs after it returns, and the shutdown finishes in a
-  // task on the loop, which then frees the rest; that needs the loop to keep
-  // running (a Loop being destroyed finishes its tasks first).
+  // everything before it returns, even while other callers of Shutdown()
+  // are still queued to resume (they return without touching the client).
+  // Without one (or during one) it is still safe: no watcher callback runs
+  // after it returns, and the shutdown finishes in a task on the loop, which
+  // then frees the rest; that needs the loop to keep running (a Loop being
+  // destroyed finishes its tasks first).
   ~XdsClient();
   XdsClient(const XdsClient&) = delete;
   XdsClient& operator=(const XdsClient&) = delete;

@@ -65,11 +65,11 @@ Task<void> XdsClientImpl::TearDown() {
 void XdsClientImpl::DestroyAfterShutdown(std::unique_ptr<XdsClientImpl> self) {
   // No watcher hears anything once ~XdsClient has returned.
   self->notifications_.Close();
-  // Joined after any Shutdown() already waiting (joiners resume in order),
-  // so the client is freed after they have all returned. Also when the
-  // shutdown is done: its other waiters may be scheduled and not yet
-  // resumed (the first one to resume may be what destroys the client, as
-  // in ShutdownAndDestroy), and each reads the task group as it resumes.
+  // Done: nothing of ours runs any more. Other Shutdown() callers may still
+  // be queued to resume; they end on what their join recorded, never on the
+  // freed group.
+  if (self->shutdown_ == ShutdownState::kDone) return;
+  // Not done (or not started): finish it in a task that owns the client.
   auto shutdown = [](std::unique_ptr<XdsClientImpl> owned) -> Task<void> {
     co_await owned->Shutdown();
   };

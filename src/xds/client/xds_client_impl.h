@@ -36,9 +36,10 @@ class XdsClientImpl final : private XdsServerEvents {
   // Idempotent: every caller returns once the one teardown is over.
   Task<void> Shutdown();
   bool shut_down() const { return shutdown_ == ShutdownState::kDone; }
-  // What ~XdsClient does: silences every watcher now, then finishes the
-  // shutdown on the loop (if it is not done) and frees `self` once every
-  // caller of Shutdown() has returned.
+  // What ~XdsClient does: silences every watcher now and frees `self` at
+  // once if the shutdown is done; otherwise finishes it in a task on the
+  // loop that then frees `self`. Callers of Shutdown() still queued to
+  // resume return safely either way (their join owns its wake).
   static void DestroyAfterShutdown(std::unique_ptr<XdsClientImpl> self);
   void WatchResource(const XdsResourceType& type, std::string_view name,
                      std::shared_ptr<XdsResourceWatcherInterface> watcher);
