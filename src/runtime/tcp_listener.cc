@@ -2,6 +2,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cassert>
 #include <deque>
 
 #include "runtime/epoll_poller.h"
@@ -14,17 +15,36 @@ constexpr int kAcceptsPerTurn = 32;
 
 // The accept request: multishot where the kernel has it, so one submission
 // keeps delivering connections; accepted sockets queue until Accept() takes
-// them.
+// them. It owns the listening descriptor on io_uring: an accept prepared in
+// this turn names it by number, so it is closed only once no accept is in
+// flight (see ReleaseListenFdIfIdle).
 class TcpListener::AcceptOp final : public detail::IoOp {
  public:
   AcceptOp(Loop& loop, int listen_fd, bool multishot)
       : IoOp(loop), listen_fd_(listen_fd), multishot_(multishot) {}
   ~AcceptOp() override {
+    // Destroyed by its listener when idle, or by the loop after its last CQE.
+    assert(!in_flight());
+    CloseReadyFds();
+    if (listen_fd_ >= 0) ::close(listen_fd_);
+  }
+
+  // Stops accepting: cancels the request in flight; the listening
+  // descriptor goes with its last completion.
+  void Close() {
+    closed = true;
+    loop_.CancelOp(this);
+    CloseReadyFds();
+    ReleaseListenFdIfIdle();
+  }
+
+  void CloseReadyFds() {
     for (int fd : ready_fds) ::close(fd);
+    ready_fds.clear();
   }
 
   void Arm() {
-    if (in_flight() || orphaned) return;
+    if (in_flight() || closed) return;
     io_uring_sqe* sqe = loop_.PrepareSqe(this);
     if (multishot_) {
       io_uring_prep_multishot_accept(sqe, listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
@@ -34,11 +54,11 @@ class TcpListener::AcceptOp final : public detail::IoOp {
   }
 
   void OnComplete(int result, unsigned /*flags*/) override {
-    if (result >= 0) {
-      if (orphaned) {
-        ::close(result);
-        return;
-      }
+    if (closed) {
+      // Accepted as the cancel raced it: nobody will take it.
+      if (result >= 0) ::close(result);
+      ReleaseListenFdIfIdle();
+    } else if (result >= 0) {
       ready_fds.push_back(result);
     } else if (result == -EINVAL && multishot_ && ready_fds.empty()) {
       // Multishot accept not supported after all: fall back to single-shot.
@@ -56,10 +76,15 @@ class TcpListener::AcceptOp final : public detail::IoOp {
   int taken_without_waiting = 0;
   Status error;
   std::coroutine_handle<> waiter;
-  bool orphaned = false;
   bool closed = false;
 
  private:
+  void ReleaseListenFdIfIdle() {
+    if (!closed || in_flight() || listen_fd_ < 0) return;
+    ::close(listen_fd_);
+    listen_fd_ = -1;
+  }
+
   int listen_fd_;
   bool multishot_;
 };
@@ -131,27 +156,23 @@ TcpListener::TcpListener(Loop& loop, int fd, SocketAddress local)
 
 TcpListener::~TcpListener() {
   Close();
-  if (accept_op_ != nullptr && accept_op_->in_flight()) {
-    accept_op_->orphaned = true;
-    loop_.AdoptOrphan(std::move(accept_op_));
-  }
+  // Still in flight: the loop keeps the op (and so the descriptor) until
+  // its last completion.
+  if (accept_op_ != nullptr && accept_op_->in_flight()) loop_.AdoptOrphan(std::move(accept_op_));
 }
 
 void TcpListener::Close() {
   if (fd_ < 0) return;
   if (watch_ != nullptr) {
     // A pending Accept() wakes with ECANCELED and finds the listener closed.
+    // epoll has no request in the kernel: the descriptor goes now.
     watch_->Unregister();
     ::close(fd_);
     fd_ = -1;
     return;
   }
-  accept_op_->closed = true;
-  loop_.CancelOp(accept_op_.get());
-  for (int fd : accept_op_->ready_fds) ::close(fd);
-  accept_op_->ready_fds.clear();
-  ::close(fd_);
-  fd_ = -1;
+  fd_ = -1;  // the AcceptOp owns the descriptor and closes it
+  accept_op_->Close();
   if (accept_op_->waiter) loop_.Schedule(std::exchange(accept_op_->waiter, {}));
 }
 

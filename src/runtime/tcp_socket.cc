@@ -31,10 +31,22 @@ TcpSocket::TcpSocket(Loop& loop, int fd) : loop_(loop), fd_(fd) {
 }
 
 TcpSocket::~TcpSocket() {
-  // The owner must have waited for pending reads and writes to complete.
+  // The owner must have waited for pending reads and writes to complete:
+  // only then can no request naming fd_ reach the kernel any more.
   assert(pending_read_ == nullptr && pending_write_ == nullptr);
   watch_.reset();  // out of the epoll set before the descriptor goes
   if (fd_ >= 0) ::close(fd_);
+}
+
+void TcpSocket::ReleaseFdIfIdle() {
+  // A request prepared in this turn reaches the kernel only at the next
+  // submit, and names the descriptor by number: closed now, the number could
+  // be handed to a socket accepted or created in between, and the request
+  // would read or write that connection. So the number is released once the
+  // last request naming it has completed.
+  if (!closed_ || fd_ < 0 || pending_read_ != nullptr || pending_write_ != nullptr) return;
+  ::close(fd_);
+  fd_ = -1;
 }
 
 Task<StatusOr<std::unique_ptr<TcpSocket>>> TcpSocket::Connect(Loop& loop,
@@ -81,27 +93,33 @@ Task<StatusOr<std::unique_ptr<TcpSocket>>> TcpSocket::ConnectUring(
 }
 
 Task<StatusOr<size_t>> TcpSocket::ReadUring(std::span<uint8_t> buf) {
-  if (fd_ < 0) co_return CancelledError("read from closed socket");
+  if (closed_) co_return CancelledError("read from closed socket");
   auto awaiter = detail::SubmitIo(
       loop_, [&](io_uring_sqe* sqe) { io_uring_prep_recv(sqe, fd_, buf.data(), buf.size(), 0); });
   pending_read_ = &awaiter.op();
   int res = co_await awaiter;
   pending_read_ = nullptr;
-  if (fd_ < 0) co_return CancelledError("socket closed");
+  if (closed_) {
+    ReleaseFdIfIdle();
+    co_return CancelledError("socket closed");
+  }
   if (res < 0) co_return ErrnoToStatus(-res, "read from " + PeerName());
   co_return static_cast<size_t>(res);
 }
 
 Task<Status> TcpSocket::WriteUring(std::span<const uint8_t> data) {
   while (!data.empty()) {
-    if (fd_ < 0) co_return CancelledError("write to closed socket");
+    if (closed_) co_return CancelledError("write to closed socket");
     auto awaiter = detail::SubmitIo(loop_, [&](io_uring_sqe* sqe) {
       io_uring_prep_send(sqe, fd_, data.data(), data.size(), MSG_NOSIGNAL);
     });
     pending_write_ = &awaiter.op();
     int res = co_await awaiter;
     pending_write_ = nullptr;
-    if (fd_ < 0) co_return CancelledError("socket closed");
+    if (closed_) {
+      ReleaseFdIfIdle();
+      co_return CancelledError("socket closed");
+    }
     if (res < 0) co_return ErrnoToStatus(-res, "write to " + PeerName());
     data = data.subspan(static_cast<size_t>(res));
   }
@@ -109,7 +127,7 @@ Task<Status> TcpSocket::WriteUring(std::span<const uint8_t> data) {
 }
 
 Task<Status> TcpSocket::ShutdownWrite() {
-  if (fd_ < 0) co_return CancelledError("socket closed");
+  if (closed_) co_return CancelledError("socket closed");
   if (::shutdown(fd_, SHUT_WR) != 0 && errno != ENOTCONN) {
     co_return ErrnoToStatus(errno, "shutdown " + PeerName());
   }
@@ -117,26 +135,29 @@ Task<Status> TcpSocket::ShutdownWrite() {
 }
 
 void TcpSocket::Close() {
-  if (fd_ < 0) return;
+  if (closed_) return;
+  closed_ = true;
+  // Pending requests complete (cancelled, or done if they won the race) on
+  // a later turn and see closed_; the descriptor goes with the last one.
   loop_.CancelOp(pending_read_);
   loop_.CancelOp(pending_write_);
-  // Pending epoll waits resume with ECANCELED and see fd_ < 0.
+  // Pending epoll waits resume with ECANCELED and see closed_. epoll has no
+  // request in the kernel: its syscalls run at once, so the fd goes now.
   if (watch_ != nullptr) watch_->Unregister();
-  ::close(fd_);
-  fd_ = -1;
+  ReleaseFdIfIdle();
 }
 
 SocketAddress TcpSocket::local_address() const {
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;
-  if (fd_ < 0 || getsockname(fd_, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return {};
+  if (closed_ || getsockname(fd_, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return {};
   return SocketAddress::FromSockaddr(reinterpret_cast<sockaddr*>(&ss), len);
 }
 
 SocketAddress TcpSocket::peer_address() const {
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;
-  if (fd_ < 0 || getpeername(fd_, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return {};
+  if (closed_ || getpeername(fd_, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return {};
   return SocketAddress::FromSockaddr(reinterpret_cast<sockaddr*>(&ss), len);
 }
 

@@ -32,6 +32,8 @@ class TcpSocket final : public ByteStream {
   void Close() override;
   std::string PeerName() const override;
 
+  // The descriptor, or -1 once Close() has released it (which may be a few
+  // turns after Close(): see ReleaseFdIfIdle).
   int fd() const { return fd_; }
   Loop& loop() const { return loop_; }
   SocketAddress local_address() const;
@@ -51,8 +53,12 @@ class TcpSocket final : public ByteStream {
                                                                  const SocketAddress& address,
                                                                  std::chrono::milliseconds timeout);
 
+  // Closes fd_ after Close() once no request naming it is pending.
+  void ReleaseFdIfIdle();
+
   Loop& loop_;
   int fd_;
+  bool closed_ = false;  // Close() was called; fd_ may still be open (see ReleaseFdIfIdle)
   detail::IoOp* pending_read_ = nullptr;
   detail::IoOp* pending_write_ = nullptr;
   std::unique_ptr<detail::FdWatch> watch_;  // epoll backend only

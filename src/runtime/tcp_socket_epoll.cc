@@ -87,7 +87,7 @@ Task<StatusOr<size_t>> TcpSocket::ReadEpoll(std::span<uint8_t> buf) {
   CancelState* cancel = co_await CurrentCancelState();
   co_await YieldIfBudgetSpent(loop_);
   while (true) {
-    if (fd_ < 0) co_return CancelledError("read from closed socket");
+    if (closed_) co_return CancelledError("read from closed socket");
     if (Cancelled(cancel)) co_return ErrnoToStatus(ECANCELED, "read from " + PeerName());
     const ssize_t n = ::recv(fd_, buf.data(), buf.size(), MSG_DONTWAIT);
     if (n >= 0) co_return static_cast<size_t>(n);
@@ -95,7 +95,7 @@ Task<StatusOr<size_t>> TcpSocket::ReadEpoll(std::span<uint8_t> buf) {
     if (error == EINTR) continue;
     if (!WouldBlock(error)) co_return ErrnoToStatus(error, "read from " + PeerName());
     const int waited = co_await watch_->Wait(Direction::kRead);
-    if (fd_ < 0) co_return CancelledError("socket closed");
+    if (closed_) co_return CancelledError("socket closed");
     if (waited < 0) co_return ErrnoToStatus(-waited, "read from " + PeerName());
   }
 }
@@ -104,7 +104,7 @@ Task<Status> TcpSocket::WriteEpoll(std::span<const uint8_t> data) {
   CancelState* cancel = co_await CurrentCancelState();
   co_await YieldIfBudgetSpent(loop_);
   while (!data.empty()) {
-    if (fd_ < 0) co_return CancelledError("write to closed socket");
+    if (closed_) co_return CancelledError("write to closed socket");
     if (Cancelled(cancel)) co_return ErrnoToStatus(ECANCELED, "write to " + PeerName());
     const ssize_t n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n >= 0) {
@@ -115,7 +115,7 @@ Task<Status> TcpSocket::WriteEpoll(std::span<const uint8_t> data) {
     if (error == EINTR) continue;
     if (!WouldBlock(error)) co_return ErrnoToStatus(error, "write to " + PeerName());
     const int waited = co_await watch_->Wait(Direction::kWrite);
-    if (fd_ < 0) co_return CancelledError("socket closed");
+    if (closed_) co_return CancelledError("socket closed");
     if (waited < 0) co_return ErrnoToStatus(-waited, "write to " + PeerName());
   }
   co_return OkStatus();

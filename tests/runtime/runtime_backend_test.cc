@@ -3,9 +3,11 @@
 // (cancellation, short writes, peer resets, accept fairness, descriptor
 // reuse), and how a backend is chosen and reported.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/socket.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <numeric>
 #include <string>
@@ -204,6 +206,136 @@ TEST_P(BackendTest, AReusedDescriptorNumberNeverReachesTheClosedSocket) {
     std::vector<uint8_t> buf(16);
     auto n = co_await (*client)->Read(buf);
     EXPECT_TRUE(n.ok() && *n == 2);
+  }(*loop_));
+}
+
+// A raw loopback listener with one connection waiting in its backlog, for
+// an accept4() in the middle of a turn: the kernel gives the accepted socket
+// the lowest free descriptor number, as an accept completion or a socket()
+// elsewhere in the process would.
+struct WaitingConnection {
+  WaitingConnection() {
+    listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const SocketAddress any = SocketAddress::Loopback4(0);
+    EXPECT_EQ(::bind(listener, any.sockaddr_ptr(), any.size()), 0);
+    EXPECT_EQ(::listen(listener, 4), 0);
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    getsockname(listener, reinterpret_cast<sockaddr*>(&ss), &len);
+    client = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    EXPECT_EQ(::connect(client, reinterpret_cast<sockaddr*>(&ss), len), 0);
+  }
+  ~WaitingConnection() {
+    for (int fd : {listener, client, accepted}) {
+      if (fd >= 0) ::close(fd);
+    }
+  }
+  void Accept() { accepted = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC); }
+  int listener = -1;
+  int client = -1;
+  int accepted = -1;
+};
+
+// Everything `fd` (blocking) reads until the peer shuts its side down.
+std::string ReadToEnd(int fd) {
+  std::string all;
+  char buf[4096];
+  while (true) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) return all;
+    all.append(buf, static_cast<size_t>(n));
+  }
+}
+
+// A send queued, its socket closed and a connection accepted, all in one
+// turn: the send names the old descriptor by number, and on io_uring it
+// reaches the kernel only at the next submit. The new connection must get
+// none of the old connection's bytes.
+TEST_P(BackendTest, ASendQueuedBeforeCloseNeverReachesAConnectionAcceptedInTheSameTurn) {
+  loop_->BlockOn([](Loop& l) -> Task<void> {
+    Pair old = co_await Connected(l);
+    if (!old.server) co_return;
+    WaitingConnection fresh;
+    const std::string secret(100, 'S');
+    Status write_result;
+    TaskGroup group(l);
+    // Both run in the next pass, in this order, with no submit between.
+    group.Spawn([](TcpSocket& s, const std::string& d, Status& out) -> Task<void> {
+      out = co_await s.Write(std::span(reinterpret_cast<const uint8_t*>(d.data()), d.size()));
+    }(*old.server, secret, write_result));
+    group.Spawn([](TcpSocket& s, WaitingConnection& fresh) -> Task<void> {
+      s.Close();
+      fresh.Accept();
+      co_return;
+    }(*old.server, fresh));
+    co_await group.Join();
+    EXPECT_GE(fresh.accepted, 0);
+    // Whatever was sent has been sent: the writer has returned.
+    ::shutdown(fresh.accepted, SHUT_WR);
+    EXPECT_EQ(ReadToEnd(fresh.client), "") << "the old connection's bytes reached the new one";
+  }(*loop_));
+}
+
+// A read queued, its socket closed and a connection accepted in one turn,
+// with the new peer's bytes already there: they are the new connection's
+// alone, never read into the old connection's buffer.
+TEST_P(BackendTest, AReadQueuedBeforeCloseNeverTakesTheBytesOfAConnectionAcceptedInTheSameTurn) {
+  loop_->BlockOn([](Loop& l) -> Task<void> {
+    Pair old = co_await Connected(l);
+    if (!old.server) co_return;
+    WaitingConnection fresh;
+    const std::string preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    EXPECT_EQ(::send(fresh.client, preface.data(), preface.size(), 0),
+              static_cast<ssize_t>(preface.size()));
+    StatusOr<size_t> old_read = size_t{0};
+    std::vector<uint8_t> old_buf(64);
+    TaskGroup group(l);
+    group.Spawn([](TcpSocket& s, std::vector<uint8_t>& buf, StatusOr<size_t>& out) -> Task<void> {
+      out = co_await s.Read(buf);
+    }(*old.server, old_buf, old_read));
+    group.Spawn([](TcpSocket& s, WaitingConnection& fresh) -> Task<void> {
+      s.Close();
+      fresh.Accept();
+      co_return;
+    }(*old.server, fresh));
+    co_await group.Join();
+    EXPECT_FALSE(old_read.ok() && *old_read > 0)
+        << "the old socket read " << *old_read << " bytes of the new connection";
+    EXPECT_GE(fresh.accepted, 0);
+    ::shutdown(fresh.client, SHUT_WR);
+    EXPECT_EQ(ReadToEnd(fresh.accepted), preface);
+  }(*loop_));
+}
+
+// An accept queued, its listener closed and a new listener made in one
+// turn: the connection waiting on the new listener is the new listener's.
+TEST_P(BackendTest, AnAcceptQueuedBeforeCloseNeverTakesANewListenersConnection) {
+  loop_->BlockOn([](Loop& l) -> Task<void> {
+    auto old = TcpListener::Bind(l, SocketAddress::Loopback4(0));
+    EXPECT_TRUE(old.ok());
+    if (!old.ok()) co_return;
+    WaitingConnection* fresh = nullptr;
+    StatusOr<std::unique_ptr<TcpSocket>> old_accept = CancelledError("not run");
+    TaskGroup group(l);
+    group.Spawn([](TcpListener& lis, StatusOr<std::unique_ptr<TcpSocket>>& out) -> Task<void> {
+      out = co_await lis.Accept();
+    }(**old, old_accept));
+    group.Spawn([](TcpListener& lis, WaitingConnection*& fresh) -> Task<void> {
+      lis.Close();
+      // Takes the lowest free numbers: the listener's first.
+      fresh = new WaitingConnection();
+      co_return;
+    }(**old, fresh));
+    co_await group.Join();
+    std::unique_ptr<WaitingConnection> owned(fresh);
+    EXPECT_FALSE(old_accept.ok()) << "the closed listener accepted a connection";
+    // Let any stale accept that reached the kernel complete first.
+    (void)co_await SleepFor(l, 10ms);
+    // Non-blocking: a taken connection must fail the test, not hang it.
+    ::fcntl(owned->listener, F_SETFL, O_NONBLOCK);
+    const int accepted = ::accept4(owned->listener, nullptr, nullptr, SOCK_CLOEXEC);
+    EXPECT_GE(accepted, 0) << "the new listener's connection was taken: " << std::strerror(errno);
+    if (accepted >= 0) ::close(accepted);
   }(*loop_));
 }
 
