@@ -55,6 +55,11 @@ struct TimerNode;
 class TimerHeap;
 class EpollPoller;
 
+// Tests only: replaces io_uring_submit for every loop (nullptr restores it),
+// to make a submit fail as it may under memory pressure or a signal.
+using IoUringSubmitFn = int (*)(io_uring* ring);
+void SetIoUringSubmitForTesting(IoUringSubmitFn fn);
+
 // An IoOp that resumes one waiting coroutine with the CQE's result.
 class ResumingIoOp : public IoOp {
  public:
@@ -149,7 +154,8 @@ class Loop {
   // For operations (src/runtime): a submission entry whose user_data is `op`.
   // Submits pending entries first if the queue is full.
   io_uring_sqe* PrepareSqe(detail::IoOp* op);
-  // Makes room for `n` entries that must go in one submission (linked ops).
+  // Makes room for `n` entries that must go in one submission (linked ops):
+  // the next `n` PrepareSqe() calls submit nothing.
   void ReserveSqes(unsigned n);
   // Submits IORING_OP_ASYNC_CANCEL for `op` if it is in flight.
   void CancelOp(detail::IoOp* op);
@@ -174,6 +180,8 @@ class Loop {
   void RunReady();
   void DispatchCompletions();
   void DrainPosted();
+  // Submits (retrying failed submits) until the queue has room for `n`.
+  void SubmitUntilRoomFor(unsigned n);
   void ArmWakeup();
   void ReapOrphans();
   void FireExpiredTimers();
@@ -446,6 +454,8 @@ class LoopThread {
  private:
   LoopThread() = default;
   Loop* loop_ = nullptr;
+  std::mutex mu_;
+  bool loop_ended_ = false;  // guarded by mu_: Run() returned, the loop is going
   std::thread thread_;
 };
 

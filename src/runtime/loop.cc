@@ -196,9 +196,15 @@ void Loop::Run() {
 }
 
 void Loop::Stop() {
+  // Under the lock, as in Post(): the loop may leave Run() and be destroyed
+  // as soon as it sees stop_, and its destructor takes this lock before it
+  // closes wake_fd_. So stop_ is set, and the wake-up written, while the
+  // loop cannot be gone.
+  std::lock_guard<std::mutex> lock(posted_mu_);
+  if (wake_fd_closed_) return;
   stop_.store(true, std::memory_order_release);
-  uint64_t one = 1;
   // Wakes the loop if it is blocked; harmless if it is not.
+  uint64_t one = 1;
   ssize_t n = write(wake_fd_, &one, sizeof one);
   (void)n;
 }
@@ -220,17 +226,29 @@ void Loop::Spawn(Task<void> task) { root_group_->Spawn(std::move(task)); }
 
 void Loop::Schedule(std::coroutine_handle<> h) { ready_.push_back(h); }
 
-io_uring_sqe* Loop::PrepareSqe(detail::IoOp* op) {
-  assert(ring_ != nullptr && "io_uring requests on an epoll loop");
-  io_uring_sqe* sqe = io_uring_get_sqe(ring_.get());
+namespace {
+// io_uring_submit, or what a test put in its place (SetIoUringSubmitForTesting).
+std::atomic<detail::IoUringSubmitFn> g_submit{nullptr};
+
+int Submit(io_uring* ring) {
+  detail::IoUringSubmitFn fn = g_submit.load(std::memory_order_relaxed);
+  return fn != nullptr ? fn(ring) : io_uring_submit(ring);
+}
+}  // namespace
+
+void detail::SetIoUringSubmitForTesting(IoUringSubmitFn fn) {
+  g_submit.store(fn, std::memory_order_relaxed);
+}
+
+void Loop::SubmitUntilRoomFor(unsigned n) {
   int failures = 0;
-  while (sqe == nullptr) {
-    const int rc = io_uring_submit(ring_.get());
+  while (io_uring_sq_space_left(ring_.get()) < n) {
+    const int rc = Submit(ring_.get());
     if (rc == -EBUSY || rc == -EAGAIN) {
-      // The completion queue is full (its overflow too): the kernel takes
-      // no more submissions until completions are reaped. Copy them out to
-      // be dispatched by this turn (not here: we may be inside an op's own
-      // code), which frees the ring.
+      // The completion queue is full (its overflow too), or the kernel is
+      // short of memory: it takes no more submissions until completions
+      // are reaped. Copy them out to be dispatched by this turn (not here:
+      // we may be inside an op's own code), which frees the ring.
       ReapCompletions();
     } else if (rc < 0 && rc != -EINTR) {
       // Anything else means the ring itself is unusable: say so rather than
@@ -241,8 +259,14 @@ io_uring_sqe* Loop::PrepareSqe(detail::IoOp* op) {
       }
       ReapCompletions();
     }
-    sqe = io_uring_get_sqe(ring_.get());
   }
+}
+
+io_uring_sqe* Loop::PrepareSqe(detail::IoOp* op) {
+  assert(ring_ != nullptr && "io_uring requests on an epoll loop");
+  SubmitUntilRoomFor(1);
+  io_uring_sqe* sqe = io_uring_get_sqe(ring_.get());
+  assert(sqe != nullptr);
   io_uring_sqe_set_data(sqe, op);
   if (op != nullptr) {
     op->in_flight_ = true;
@@ -253,7 +277,12 @@ io_uring_sqe* Loop::PrepareSqe(detail::IoOp* op) {
 
 void Loop::ReserveSqes(unsigned n) {
   if (ring_ == nullptr) return;
-  if (io_uring_sq_space_left(ring_.get()) < n) io_uring_submit(ring_.get());
+  // Linked requests go in one submission or the link is lost: a submit
+  // between a connect and its link timeout sends the connect alone, bounded
+  // only by the kernel's SYN retries. So a failed submit is retried until
+  // the room is there, never ignored.
+  assert(n <= ring_->sq.ring_entries);
+  SubmitUntilRoomFor(n);
 }
 
 void Loop::CancelOp(detail::IoOp* op) {
@@ -418,6 +447,12 @@ StatusOr<std::unique_ptr<LoopThread>> LoopThread::Start(const LoopOptions& optio
     raw->loop_ = loop->get();
     started.set_value(OkStatus());
     (*loop)->Run();
+    {
+      // Run() may also end on a Stop() from elsewhere: from here on
+      // ~LoopThread must not post to the loop.
+      std::lock_guard<std::mutex> lock(raw->mu_);
+      raw->loop_ended_ = true;
+    }
     // The loop is destroyed on its own thread: tasks unwind where they ran.
   });
   Status s = started_future.get();
@@ -429,11 +464,14 @@ StatusOr<std::unique_ptr<LoopThread>> LoopThread::Start(const LoopOptions& optio
 }
 
 LoopThread::~LoopThread() {
-  // Stop from inside the loop: a Stop() from this thread could race with the
-  // loop's own exit and write to its closed eventfd.
-  if (loop_ != nullptr) {
-    Loop* loop = loop_;
-    loop->Post([loop] { loop->Stop(); });
+  {
+    // Held while posting: the loop thread cannot destroy the loop meanwhile.
+    // Stopped from inside the loop, after the work posted before.
+    std::lock_guard<std::mutex> lock(mu_);
+    if (loop_ != nullptr && !loop_ended_) {
+      Loop* loop = loop_;
+      loop->Post([loop] { loop->Stop(); });
+    }
   }
   if (thread_.joinable()) thread_.join();
 }

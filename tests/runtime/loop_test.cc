@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <future>
 #include <thread>
 
 #include "uxds/runtime.h"
@@ -227,6 +228,49 @@ TEST(LoopTest, LoopThreadsEndingRightAfterAPostNeverRace) {
     (*lt)->loop().Post([&] { ran = true; });
     lt->reset();  // posts Stop and joins
     EXPECT_TRUE(ran.load());
+  }
+}
+
+// Stop() from another thread, and the loop's thread destroying the loop as
+// soon as Run() returns: Stop() must be done with the loop (its eventfd
+// above all) by then. Under ThreadSanitizer a wake-up written after the
+// loop could see stop_ showed as a race with the destructor's close().
+TEST(LoopTest, AStopFromAnotherThreadIsDoneBeforeTheLoopCanEnd) {
+  for (int i = 0; i < 200; ++i) {
+    std::promise<Loop*> running;
+    std::thread owner([&running] {
+      auto loop = Loop::Create();
+      ASSERT_TRUE(loop.ok());
+      (*loop)->Post([&running, l = loop->get()] { running.set_value(l); });
+      (*loop)->Run();
+      loop->reset();
+    });
+    running.get_future().get()->Stop();
+    owner.join();
+  }
+}
+
+// A LoopThread whose loop was stopped from inside (so Run() returned and
+// the loop was destroyed on its thread): destroying the LoopThread then
+// must not post to the freed loop (ASan: heap-use-after-free).
+TEST(LoopTest, ALoopThreadWhoseLoopEndedByItselfIsDestroyedSafely) {
+  for (int i = 0; i < 20; ++i) {
+    auto lt = LoopThread::Start();
+    ASSERT_TRUE(lt.ok()) << lt.status().ToString();
+    std::promise<void> destroying;
+    (*lt)->RunSync([&] {
+      Loop& loop = (*lt)->loop();
+      // Cancelled when the loop is destroyed: tells us it is going.
+      loop.Spawn([](Loop& l, std::promise<void>* destroying) -> Task<void> {
+        (void)co_await SleepFor(l, std::chrono::hours(1));
+        destroying->set_value();
+      }(loop, &destroying));
+      loop.Stop();
+    });
+    destroying.get_future().wait();
+    // Let the loop thread finish freeing the loop before ~LoopThread.
+    std::this_thread::sleep_for(2ms);
+    lt->reset();
   }
 }
 

@@ -1,7 +1,9 @@
 // TCP over io_uring: connect, multishot accept, reads/writes, cancellation.
 #include <gtest/gtest.h>
+#include <liburing.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <filesystem>
 
 #include "runtime/tcp_socket.h"
@@ -118,6 +120,64 @@ TEST(TcpTest, ConnectTimesOutAgainstAFullAcceptQueue) {
   ASSERT_FALSE(last.ok()) << "every connect succeeded";
   EXPECT_EQ(last.code(), StatusCode::kDeadlineExceeded) << last.ToString();
   EXPECT_NE(last.message().find("timed out after 300 ms"), std::string::npos) << last.ToString();
+}
+
+// Fails the next `g_failed_submits` submits with EINTR, as a signal would.
+std::atomic<int> g_failed_submits{0};
+int SubmitFailingSome(io_uring* ring) {
+  if (g_failed_submits.fetch_sub(1) > 0) return -EINTR;
+  return io_uring_submit(ring);
+}
+
+// A connect and its link timeout must go in one submission. With the
+// submission queue one entry short and the submit that makes room failing
+// once, the connect used to go out alone: against a full accept queue it
+// then waited for the kernel's SYN retries (minutes), not for its timeout.
+TEST(TcpTest, AConnectKeepsItsTimeoutWhenASubmitFails) {
+  LoopOptions options;
+  options.backend = RuntimeBackend::kIoUring;
+  options.queue_entries = 2;
+  auto created = Loop::Create(options);
+  if (!created.ok()) GTEST_SKIP() << "io_uring unavailable: " << created.status().ToString();
+  Loop& loop = **created;
+  auto listener = TcpListener::Bind(loop, SocketAddress::Loopback4(0), 0);
+  ASSERT_TRUE(listener.ok());
+  const SocketAddress addr = (*listener)->local_address();
+  std::vector<std::unique_ptr<TcpSocket>> filled;
+  Status last;
+  for (int i = 0; i < 8 && last.ok(); ++i) {
+    auto s = loop.BlockOn(TcpSocket::Connect(loop, addr, 300ms));
+    if (s.ok())
+      filled.push_back(std::move(*s));
+    else
+      last = s.status();
+  }
+  ASSERT_EQ(last.code(), StatusCode::kDeadlineExceeded) << "the accept queue did not fill";
+  Status connect_result;
+  loop.BlockOn([](Loop& l, const SocketAddress& addr, Status& out) -> Task<void> {
+    TaskGroup group(l);
+    // A guard far beyond the timeout: without it a lost link would hang here.
+    group.Spawn([](Loop& l, TaskGroup& group) -> Task<void> {
+      const Status slept = co_await SleepFor(l, 10s);
+      if (slept.ok()) group.Cancel();
+    }(l, group));
+    group.Spawn(
+        [](Loop& l, TaskGroup& group, const SocketAddress& addr, Status& out) -> Task<void> {
+          // One entry of the two taken, and the submit that makes room fails once.
+          io_uring_prep_nop(l.PrepareSqe(nullptr));
+          g_failed_submits = 1;
+          detail::SetIoUringSubmitForTesting(&SubmitFailingSome);
+          auto s = co_await TcpSocket::Connect(l, addr, 200ms);
+          detail::SetIoUringSubmitForTesting(nullptr);
+          out = s.status();
+          group.Cancel();  // ends the guard
+        }(l, group, addr, out));
+    co_await group.Join();
+  }(loop, addr, connect_result));
+  EXPECT_LT(g_failed_submits.load(), 0) << "the failing submit was never tried";
+  EXPECT_EQ(connect_result.code(), StatusCode::kDeadlineExceeded) << connect_result.ToString();
+  EXPECT_NE(connect_result.message().find("timed out after 200 ms"), std::string::npos)
+      << connect_result.ToString();
 }
 
 TEST(TcpTest, CloseAndCancellationEndPendingOperations) {
