@@ -8,10 +8,14 @@
 //       co_await resolver.Resolve("xds.example.com", "443");
 //
 // Loop-thread only, except the worker. Destroying the resolver (before its
-// loop) detaches the worker: a lookup still running then is dropped when it
-// returns, and nothing reaches the loop any more.
+// loop) ends every wait: a task still awaiting Resolve() resumes with
+// CANCELLED (or with its result, if that had arrived). Queued lookups are
+// dropped; a running one ends on the worker and is dropped there: nothing
+// reaches the loop any more. The worker is detached, so the destructor never
+// waits for a slow lookup.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,9 +29,13 @@ namespace uxds {
 
 class HostResolver {
  public:
-  using Lookup = StatusOr<std::vector<SocketAddress>> (*)(const std::string& host,
-                                                          const std::string& port);
-  // `lookup` runs on the worker; tests may give one that blocks on purpose.
+  // Lookups run in order on one worker.
+  static constexpr int kMaxWorkers = 1;
+
+  // Runs on the worker; tests may give one that blocks on purpose. It must
+  // not touch the loop.
+  using Lookup = std::function<StatusOr<std::vector<SocketAddress>>(const std::string& host,
+                                                                    const std::string& port)>;
   explicit HostResolver(Loop& loop, Lookup lookup = &ResolveBlocking);
   ~HostResolver();
   HostResolver(const HostResolver&) = delete;
@@ -36,8 +44,9 @@ class HostResolver {
   // Every address of `host` (IPv4 and IPv6, in getaddrinfo's order, which
   // follows RFC 6724), with `port`. An IP literal is returned at once,
   // without a lookup. UNAVAILABLE when the name does not resolve; CANCELLED
-  // when the awaiting task is cancelled first (the lookup then runs to its
-  // end on the worker and is dropped).
+  // when the awaiting task is cancelled first (a lookup not started yet is
+  // then skipped; a running one ends on the worker and is dropped), or when
+  // the resolver is destroyed first.
   Task<StatusOr<std::vector<SocketAddress>>> Resolve(std::string host, std::string port);
 
   // The blocking lookup the worker runs.
@@ -45,11 +54,12 @@ class HostResolver {
                                                               const std::string& port);
 
  private:
-  struct Shared;
+  struct Pool;
   struct Request;
   Loop& loop_;
-  const Lookup lookup_;
-  std::shared_ptr<Shared> shared_;
+  std::shared_ptr<Pool> pool_;
+  // Requests whose task may still wait: the destructor ends their waits.
+  std::vector<Request*> waiting_;
 };
 
 }  // namespace uxds
