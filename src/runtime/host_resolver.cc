@@ -37,10 +37,10 @@ struct HostResolver::Request {
   HostResolver* resolver;  // nullptr once the resolver is gone
 };
 
-// What the resolver shares with its worker; the worker holds it too, and the
+// What the resolver shares with its workers; each worker holds it, and the
 // last one out frees it. `loop` is cleared (under `mu`) when the resolver
-// goes, and the worker posts only under `mu` with `loop` set: the loop
-// outlives the resolver, so nothing is ever posted to a loop that is gone.
+// goes, and a worker posts only under `mu` with `loop` set: the loop outlives
+// the resolver, so nothing is ever posted to a loop that is gone.
 struct HostResolver::Pool {
   struct Job {
     std::string host;
@@ -52,31 +52,40 @@ struct HostResolver::Pool {
 
   Pool(Loop& loop, Lookup lookup) : lookup(std::move(lookup)), loop(&loop) {}
 
-  // Queues `job`, starting the worker with the first one. Fails only when
-  // the worker cannot be started.
+  // Queues `job` and starts a worker unless an idle one is left for it.
+  // Fails only when no worker exists and none can be started.
   static Status Submit(const std::shared_ptr<Pool>& pool, Job job);
-  // The worker's thread: runs jobs in order until the resolver goes.
+  // A worker's thread: runs jobs until the resolver goes or it has been idle
+  // for kWorkerIdleTime.
   static void Work(std::shared_ptr<Pool> pool);
 
   const Lookup lookup;
   std::mutex mu;
   std::condition_variable wake;
-  Loop* loop;                   // guarded by mu
-  std::deque<Job> jobs;         // guarded by mu
-  bool worker_started = false;  // guarded by mu
+  Loop* loop;            // guarded by mu
+  std::deque<Job> jobs;  // guarded by mu
+  int workers = 0;       // guarded by mu: threads in Work()
+  int idle = 0;          // guarded by mu: workers waiting for a job
 };
 
 Status HostResolver::Pool::Submit(const std::shared_ptr<Pool>& pool, Job job) {
   std::lock_guard lock(pool->mu);
-  if (!pool->worker_started) {
+  pool->jobs.push_back(std::move(job));
+  // An idle worker that was notified but has not woken yet still counts as
+  // idle, and is already claimed by a job ahead in the queue: compare with
+  // the queue's length, not with zero.
+  if (static_cast<int>(pool->jobs.size()) > pool->idle && pool->workers < kMaxWorkers) {
     try {
       std::thread(&Pool::Work, pool).detach();
-      pool->worker_started = true;
+      ++pool->workers;
     } catch (const std::system_error& e) {
-      return UnavailableError(std::string("cannot start a host resolver thread: ") + e.what());
+      // Out of threads: a running worker takes the job once it is free.
+      if (pool->workers == 0) {
+        pool->jobs.pop_back();
+        return UnavailableError(std::string("cannot start a host resolver thread: ") + e.what());
+      }
     }
   }
-  pool->jobs.push_back(std::move(job));
   pool->wake.notify_one();
   return OkStatus();
 }
@@ -84,8 +93,11 @@ Status HostResolver::Pool::Submit(const std::shared_ptr<Pool>& pool, Job job) {
 void HostResolver::Pool::Work(std::shared_ptr<Pool> pool) {
   std::unique_lock lock(pool->mu);
   while (true) {
-    pool->wake.wait(lock, [&] { return pool->loop == nullptr || !pool->jobs.empty(); });
-    if (pool->loop == nullptr) break;
+    ++pool->idle;
+    const bool has_work = pool->wake.wait_for(
+        lock, kWorkerIdleTime, [&] { return pool->loop == nullptr || !pool->jobs.empty(); });
+    --pool->idle;
+    if (!has_work || pool->loop == nullptr) break;
     Job job = std::move(pool->jobs.front());
     pool->jobs.pop_front();
     if (job.request.expired()) continue;
@@ -97,6 +109,7 @@ void HostResolver::Pool::Work(std::shared_ptr<Pool> pool) {
       if (std::shared_ptr<Request> r = request.lock()) r->Finish(std::move(result));
     });
   }
+  --pool->workers;
 }
 
 HostResolver::HostResolver(Loop& loop, Lookup lookup)

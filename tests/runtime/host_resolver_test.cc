@@ -1,15 +1,13 @@
-// HostResolver: host names resolved on a worker thread, results posted back
-// to the loop; the loop never waits for a lookup, and destroying the resolver
-// ends every wait.
+// HostResolver: host names resolved on worker threads, results posted back
+// to the loop; the loop never waits for a lookup, a slow lookup does not hold
+// up the others, and destroying the resolver ends every wait.
 #include "runtime/host_resolver.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <future>
 #include <mutex>
 #include <thread>
 
@@ -69,54 +67,6 @@ TEST(HostResolverTest, ANameThatDoesNotResolveIsUnavailable) {
   EXPECT_NE(addresses.status().message().find("cannot resolve xds.example.invalid:443"),
             std::string::npos)
       << addresses.status().ToString();
-}
-
-// A lookup that blocks until the test lets it go.
-std::promise<void>* g_release = nullptr;
-std::atomic<int> g_lookups{0};
-StatusOr<std::vector<SocketAddress>> BlockingLookup(const std::string&, const std::string& port) {
-  ++g_lookups;
-  static std::shared_future<void> released = g_release->get_future().share();
-  released.wait();
-  return std::vector<SocketAddress>{*SocketAddress::Parse("192.0.2.7:" + port)};
-}
-
-Task<void> ResolveInto(HostResolver* resolver, std::string port,
-                       StatusOr<std::vector<SocketAddress>>* out) {
-  *out = co_await resolver->Resolve("slow.test", port);
-}
-
-TEST(HostResolverTest, TheLoopRunsWhileALookupBlocksAndCancellationEndsTheWait) {
-  std::promise<void> release;
-  g_release = &release;
-  auto loop = MakeLoop();
-  auto resolver = std::make_unique<HostResolver>(*loop, &BlockingLookup);
-  StatusOr<std::vector<SocketAddress>> first = InternalError("not run");
-  StatusOr<std::vector<SocketAddress>> cancelled = InternalError("not run");
-  int ticks = 0;
-  loop->BlockOn([&]() -> Task<void> {
-    TaskGroup lookups(*loop);
-    lookups.Spawn(ResolveInto(resolver.get(), "1", &first));
-    TaskGroup doomed(*loop);
-    doomed.Spawn(ResolveInto(resolver.get(), "2", &cancelled));
-    // The loop goes on turning (timers fire) while the worker is blocked.
-    while (ticks < 5) {
-      (void)co_await SleepFor(*loop, 2ms);
-      ++ticks;
-    }
-    co_await doomed.CancelAndJoin();
-    EXPECT_EQ(cancelled.status().code(), StatusCode::kCancelled);
-    release.set_value();
-    co_await lookups.Join();
-  }());
-  EXPECT_EQ(ticks, 5);
-  ASSERT_TRUE(first.ok()) << first.status().ToString();
-  EXPECT_EQ((*first)[0].ToString(), "192.0.2.7:1");
-  // The cancelled lookup was skipped, or ran to its end and its result was
-  // dropped; destroying the resolver then the loop leaves nothing behind.
-  resolver.reset();
-  loop->BlockOn([&]() -> Task<void> { (void)co_await SleepFor(*loop, 20ms); }());
-  EXPECT_GE(g_lookups.load(), 1);
 }
 
 // A lookup the test holds: names starting with "slow" block until the gate
@@ -179,14 +129,75 @@ Task<void> ResolveNameInto(HostResolver& resolver, std::string host, std::string
   *out = co_await resolver.Resolve(std::move(host), std::move(port));
 }
 
-// True once every worker has let go of `gate` (the resolver's workers hold it
-// through their lookup): they have all ended.
+// True once the workers have let go of `gate` (they share the Lookup that
+// holds it, freed with the last of them): they have all ended.
 bool WorkersEnded(const std::shared_ptr<Gate>& gate) {
   const auto give_up = std::chrono::steady_clock::now() + kHangGuard;
   while (gate.use_count() > 1 && std::chrono::steady_clock::now() < give_up) {
     std::this_thread::sleep_for(1ms);
   }
   return gate.use_count() == 1;
+}
+
+TEST(HostResolverTest, TheLoopRunsWhileALookupBlocksAndCancellationEndsTheWait) {
+  auto loop = MakeLoop();
+  auto gate = std::make_shared<Gate>();
+  auto resolver = std::make_unique<HostResolver>(*loop, Gate::LookupThrough(gate));
+  StatusOr<std::vector<SocketAddress>> first = InternalError("not run");
+  StatusOr<std::vector<SocketAddress>> cancelled = InternalError("not run");
+  int ticks = 0;
+  loop->BlockOn([&]() -> Task<void> {
+    TaskGroup lookups(*loop);
+    lookups.Spawn(ResolveNameInto(*resolver, "slow.test", "1", &first));
+    TaskGroup doomed(*loop);
+    doomed.Spawn(ResolveNameInto(*resolver, "slow.test", "2", &cancelled));
+    // The loop goes on turning (timers fire) while the lookups are blocked.
+    while (ticks < 5) {
+      (void)co_await SleepFor(*loop, 2ms);
+      ++ticks;
+    }
+    co_await doomed.CancelAndJoin();
+    EXPECT_EQ(cancelled.status().code(), StatusCode::kCancelled);
+    gate->Open();
+    co_await lookups.Join();
+  }());
+  EXPECT_EQ(ticks, 5);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ((*first)[0].ToString(), "192.0.2.7:1");
+  // The cancelled lookup was skipped, or ran to its end and its result was
+  // dropped; destroying the resolver then the loop leaves nothing behind.
+  resolver.reset();
+  loop.reset();
+  EXPECT_TRUE(WorkersEnded(gate));
+}
+
+TEST(HostResolverTest, ALookupThatBlocksDoesNotHoldUpAnotherName) {
+  auto loop = MakeLoop();
+  auto gate = std::make_shared<Gate>();
+  StatusOr<std::vector<SocketAddress>> slow = InternalError("not run");
+  StatusOr<std::vector<SocketAddress>> fast = InternalError("not run");
+  {
+    HostResolver resolver(*loop, Gate::LookupThrough(gate));
+    loop->BlockOn([&]() -> Task<void> {
+      TaskGroup slow_lookup(*loop);
+      slow_lookup.Spawn(ResolveNameInto(resolver, "slow.test", "1", &slow));
+      TaskGroup fast_lookup(*loop);
+      HangGuard guard(*loop, fast_lookup);
+      co_await UntilStarted(*loop, *gate, 1, guard);
+      // The slow lookup holds a worker; another name still resolves.
+      fast_lookup.Spawn(ResolveNameInto(resolver, "fast.test", "2", &fast));
+      co_await fast_lookup.Join();
+      EXPECT_FALSE(guard.fired()) << "the second lookup waited for the blocked one";
+      EXPECT_EQ(slow.status().message(), "not run");
+      gate->Open();
+      co_await slow_lookup.Join();
+    }());
+  }
+  ASSERT_TRUE(fast.ok()) << fast.status().ToString();
+  EXPECT_EQ((*fast)[0].ToString(), "192.0.2.7:2");
+  ASSERT_TRUE(slow.ok()) << slow.status().ToString();
+  EXPECT_EQ((*slow)[0].ToString(), "192.0.2.7:1");
+  EXPECT_TRUE(WorkersEnded(gate));
 }
 
 TEST(HostResolverTest, DestroyingTheResolverResumesRunningAndQueuedLookups) {
