@@ -30,11 +30,19 @@ struct YieldIfBudgetSpent {
 };
 
 // The connect deadline, in the loop's timer heap: it wakes the waiting
-// connect with ETIMEDOUT.
+// connect with ETIMEDOUT, and records that it expired. The wake alone can be
+// lost: a writable edge in the same turn has already woken the connect (the
+// poller runs before the timers), a wake of no waiter is dropped, and the
+// connect, finding itself not connected yet, would wait again for a deadline
+// that never comes back.
 struct ConnectDeadline final : detail::TimerNode {
   explicit ConnectDeadline(FdWatch& watch) : watch(watch) {}
-  void OnExpired() override { watch.Wake(Direction::kWrite, -ETIMEDOUT); }
+  void OnExpired() override {
+    expired = true;
+    watch.Wake(Direction::kWrite, -ETIMEDOUT);
+  }
   FdWatch& watch;
+  bool expired = false;
 };
 
 // No deadline is further away than this (and now + it never overflows).
@@ -58,8 +66,14 @@ Task<int> detail::AwaitEpollConnect(Loop& loop, int fd, Loop::Clock::time_point 
     if (error != 0) break;
     sockaddr_storage peer{};
     socklen_t peer_len = sizeof peer;
-    // Writable and no error, but not connected yet: a spurious edge.
     if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) == 0) break;
+    // Writable and no error, but not connected yet: a spurious edge. It may
+    // have come in the turn the deadline expired, whose wake then found no
+    // waiter: the expiry is checked here, after every wake.
+    if (timer.expired) {
+      error = ETIMEDOUT;
+      break;
+    }
   }
   loop.DisarmTimer(&timer);
   co_return error;
