@@ -5,44 +5,129 @@
 
 #include <condition_variable>
 #include <deque>
-#include <functional>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <utility>
 
 namespace uxds {
 
-// What the resolver and its worker share. `loop` is cleared (under `mu`)
-// when the resolver goes, so the worker never posts to a loop that may be
-// gone; the worker thread is detached and ends once it sees `stopping`.
-struct HostResolver::Shared {
-  std::mutex mu;
-  std::condition_variable wake;
-  std::deque<std::function<void()>> jobs;
-  Loop* loop = nullptr;
-  bool stopping = false;
-  bool worker_started = false;
-};
-
-// One lookup: lives until both the awaiting task and the posted result are
-// done with it, so either may finish first.
+// One lookup's meeting point on the loop thread. The awaiting task owns it; a
+// posted result reaches it through a weak pointer, so a task that is done
+// waiting (and its frame) is never touched again. It links itself into the
+// resolver's waiting list; the resolver's destructor unlinks it and records
+// its end here, so neither side reads the other once it is gone.
 struct HostResolver::Request {
-  explicit Request(Loop& loop) : done(loop) {}
+  explicit Request(HostResolver& r) : done(r.loop_), resolver(&r) { r.waiting_.push_back(this); }
+  ~Request() {
+    if (resolver != nullptr) std::erase(resolver->waiting_, this);
+  }
+  Request(const Request&) = delete;
+  Request& operator=(const Request&) = delete;
+
+  // The first of the lookup's result and the resolver's end is kept.
+  void Finish(StatusOr<std::vector<SocketAddress>> r) {
+    if (done.is_set()) return;
+    result = std::move(r);
+    done.Set();
+  }
+
   Event done;
   StatusOr<std::vector<SocketAddress>> result = UnavailableError("not resolved");
+  HostResolver* resolver;  // nullptr once the resolver is gone
 };
 
-HostResolver::HostResolver(Loop& loop, Lookup lookup)
-    : loop_(loop), lookup_(lookup), shared_(std::make_shared<Shared>()) {
-  shared_->loop = &loop;
+// What the resolver shares with its workers; each worker holds it, and the
+// last one out frees it. `loop` is cleared (under `mu`) when the resolver
+// goes, and a worker posts only under `mu` with `loop` set: the loop outlives
+// the resolver, so nothing is ever posted to a loop that is gone.
+struct HostResolver::Pool {
+  struct Job {
+    std::string host;
+    std::string port;
+    // Expired once the awaiting task is done: a lookup not started yet is
+    // then skipped.
+    std::weak_ptr<Request> request;
+  };
+
+  Pool(Loop& loop, Lookup lookup) : lookup(std::move(lookup)), loop(&loop) {}
+
+  // Queues `job` and starts a worker unless an idle one is left for it.
+  // Fails only when no worker exists and none can be started.
+  static Status Submit(const std::shared_ptr<Pool>& pool, Job job);
+  // A worker's thread: runs jobs until the resolver goes or it has been idle
+  // for kWorkerIdleTime.
+  static void Work(std::shared_ptr<Pool> pool);
+
+  const Lookup lookup;
+  std::mutex mu;
+  std::condition_variable wake;
+  Loop* loop;            // guarded by mu
+  std::deque<Job> jobs;  // guarded by mu
+  int workers = 0;       // guarded by mu: threads in Work()
+  int idle = 0;          // guarded by mu: workers waiting for a job
+};
+
+Status HostResolver::Pool::Submit(const std::shared_ptr<Pool>& pool, Job job) {
+  std::lock_guard lock(pool->mu);
+  pool->jobs.push_back(std::move(job));
+  // An idle worker that was notified but has not woken yet still counts as
+  // idle, and is already claimed by a job ahead in the queue: compare with
+  // the queue's length, not with zero.
+  if (static_cast<int>(pool->jobs.size()) > pool->idle && pool->workers < kMaxWorkers) {
+    try {
+      std::thread(&Pool::Work, pool).detach();
+      ++pool->workers;
+    } catch (const std::system_error& e) {
+      // Out of threads: a running worker takes the job once it is free.
+      if (pool->workers == 0) {
+        pool->jobs.pop_back();
+        return UnavailableError(std::string("cannot start a host resolver thread: ") + e.what());
+      }
+    }
+  }
+  pool->wake.notify_one();
+  return OkStatus();
 }
 
+void HostResolver::Pool::Work(std::shared_ptr<Pool> pool) {
+  std::unique_lock lock(pool->mu);
+  while (true) {
+    ++pool->idle;
+    const bool has_work = pool->wake.wait_for(
+        lock, kWorkerIdleTime, [&] { return pool->loop == nullptr || !pool->jobs.empty(); });
+    --pool->idle;
+    if (!has_work || pool->loop == nullptr) break;
+    Job job = std::move(pool->jobs.front());
+    pool->jobs.pop_front();
+    if (job.request.expired()) continue;
+    lock.unlock();
+    StatusOr<std::vector<SocketAddress>> result = pool->lookup(job.host, job.port);
+    lock.lock();
+    if (pool->loop == nullptr) break;  // the resolver is gone: the result is dropped
+    pool->loop->Post([request = std::move(job.request), result = std::move(result)]() mutable {
+      if (std::shared_ptr<Request> r = request.lock()) r->Finish(std::move(result));
+    });
+  }
+  --pool->workers;
+}
+
+HostResolver::HostResolver(Loop& loop, Lookup lookup)
+    : loop_(loop), pool_(std::make_shared<Pool>(loop, std::move(lookup))) {}
+
 HostResolver::~HostResolver() {
-  std::lock_guard lock(shared_->mu);
-  shared_->loop = nullptr;
-  shared_->stopping = true;
-  shared_->jobs.clear();
-  shared_->wake.notify_all();
+  {
+    std::lock_guard lock(pool_->mu);
+    pool_->loop = nullptr;
+    pool_->jobs.clear();
+  }
+  pool_->wake.notify_all();
+  // Every task still waiting resumes on a later turn, with CANCELLED unless
+  // its result came first; from its request alone, never from this resolver.
+  for (Request* request : std::exchange(waiting_, {})) {
+    request->resolver = nullptr;
+    request->Finish(CancelledError("host resolver destroyed"));
+  }
 }
 
 StatusOr<std::vector<SocketAddress>> HostResolver::ResolveBlocking(const std::string& host,
@@ -76,35 +161,11 @@ Task<StatusOr<std::vector<SocketAddress>>> HostResolver::Resolve(std::string hos
   if (StatusOr<SocketAddress> address = SocketAddress::Parse(literal); address.ok()) {
     co_return std::vector<SocketAddress>{*address};
   }
-  auto request = std::make_shared<Request>(loop_);
-  {
-    std::lock_guard lock(shared_->mu);
-    shared_->jobs.push_back([shared = shared_, lookup = lookup_, request, host, port] {
-      StatusOr<std::vector<SocketAddress>> result = lookup(host, port);
-      std::lock_guard lock(shared->mu);
-      if (shared->loop == nullptr) return;  // the resolver is gone
-      shared->loop->Post([request, result = std::move(result)]() mutable {
-        request->result = std::move(result);
-        request->done.Set();
-      });
-    });
-    if (!std::exchange(shared_->worker_started, true)) {
-      std::thread([shared = shared_] {
-        std::unique_lock lock(shared->mu);
-        while (true) {
-          shared->wake.wait(lock, [&] { return shared->stopping || !shared->jobs.empty(); });
-          if (shared->stopping) return;
-          std::function<void()> job = std::move(shared->jobs.front());
-          shared->jobs.pop_front();
-          lock.unlock();
-          job();
-          lock.lock();
-        }
-      }).detach();
-    }
-    shared_->wake.notify_one();
-  }
+  auto request = std::make_shared<Request>(*this);
+  Status submitted = Pool::Submit(pool_, Pool::Job{std::move(host), std::move(port), request});
+  if (!submitted.ok()) co_return submitted;
   const Status waited = co_await request->done.Wait();
+  // This resolver may be gone by now: only `request` is read from here on.
   if (!waited.ok()) co_return waited;
   co_return std::move(request->result);
 }

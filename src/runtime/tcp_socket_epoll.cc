@@ -7,6 +7,7 @@
 
 #include "runtime/epoll_poller.h"
 #include "runtime/tcp_socket.h"
+#include "runtime/tcp_socket_epoll.h"
 
 namespace uxds {
 namespace {
@@ -29,17 +30,54 @@ struct YieldIfBudgetSpent {
 };
 
 // The connect deadline, in the loop's timer heap: it wakes the waiting
-// connect with ETIMEDOUT.
+// connect with ETIMEDOUT, and records that it expired. The wake alone can be
+// lost: a writable edge in the same turn has already woken the connect (the
+// poller runs before the timers), a wake of no waiter is dropped, and the
+// connect, finding itself not connected yet, would wait again for a deadline
+// that never comes back.
 struct ConnectDeadline final : detail::TimerNode {
   explicit ConnectDeadline(FdWatch& watch) : watch(watch) {}
-  void OnExpired() override { watch.Wake(Direction::kWrite, -ETIMEDOUT); }
+  void OnExpired() override {
+    expired = true;
+    watch.Wake(Direction::kWrite, -ETIMEDOUT);
+  }
   FdWatch& watch;
+  bool expired = false;
 };
 
 // No deadline is further away than this (and now + it never overflows).
 constexpr std::chrono::milliseconds kLongestConnectTimeout = std::chrono::hours(24 * 365);
 
 }  // namespace
+
+Task<int> detail::AwaitEpollConnect(Loop& loop, int fd, Loop::Clock::time_point deadline) {
+  FdWatch watch(*loop.epoll(), fd);
+  ConnectDeadline timer(watch);
+  loop.ArmTimer(&timer, deadline);
+  int error = 0;
+  while (true) {
+    const int waited = co_await watch.Wait(Direction::kWrite);
+    if (waited < 0) {
+      error = -waited;
+      break;
+    }
+    socklen_t len = sizeof error;
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) != 0) error = errno;
+    if (error != 0) break;
+    sockaddr_storage peer{};
+    socklen_t peer_len = sizeof peer;
+    if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) == 0) break;
+    // Writable and no error, but not connected yet: a spurious edge. It may
+    // have come in the turn the deadline expired, whose wake then found no
+    // waiter: the expiry is checked here, after every wake.
+    if (timer.expired) {
+      error = ETIMEDOUT;
+      break;
+    }
+  }
+  loop.DisarmTimer(&timer);
+  co_return error;
+}
 
 Task<StatusOr<std::unique_ptr<TcpSocket>>> TcpSocket::ConnectEpoll(
     Loop& loop, const SocketAddress& address, std::chrono::milliseconds timeout) {
@@ -52,24 +90,8 @@ Task<StatusOr<std::unique_ptr<TcpSocket>>> TcpSocket::ConnectEpoll(
   if (::connect(fd, address.sockaddr_ptr(), address.size()) != 0) error = errno;
   // EINTR: the connection goes on in the background, as with EINPROGRESS.
   if (error == EINPROGRESS || error == EINTR) {
-    FdWatch watch(*loop.epoll(), fd);
-    ConnectDeadline deadline(watch);
-    loop.ArmTimer(&deadline, Loop::Clock::now() + std::min(timeout, kLongestConnectTimeout));
-    while (true) {
-      const int waited = co_await watch.Wait(Direction::kWrite);
-      if (waited < 0) {
-        error = -waited;
-        break;
-      }
-      socklen_t len = sizeof error;
-      if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) != 0) error = errno;
-      if (error != 0) break;
-      sockaddr_storage peer{};
-      socklen_t peer_len = sizeof peer;
-      // Writable and no error, but not connected yet: a spurious edge.
-      if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) == 0) break;
-    }
-    loop.DisarmTimer(&deadline);
+    error = co_await detail::AwaitEpollConnect(
+        loop, fd, Loop::Clock::now() + std::min(timeout, kLongestConnectTimeout));
   }
   if (error != 0) {
     ::close(fd);

@@ -1,11 +1,14 @@
 // Both runtime backends, each forced through LoopOptions whatever
 // UXDS_RUNTIME says: the same TCP semantics over real loopback sockets
 // (cancellation, short writes, peer resets, accept fairness, descriptor
-// reuse), and how a backend is chosen and reported.
+// reuse), the epoll connect's deadline, and how a backend is chosen and
+// reported.
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -14,6 +17,7 @@
 #include <vector>
 
 #include "runtime/tcp_socket.h"
+#include "runtime/tcp_socket_epoll.h"
 #include "uxds/log.h"
 #include "uxds/runtime.h"
 
@@ -344,6 +348,41 @@ INSTANTIATE_TEST_SUITE_P(Backends, BackendTest,
                          [](const auto& info) {
                            return std::string(RuntimeBackendName(info.param));
                          });
+
+// The epoll connect's wait, woken by a writable edge that is not a connection
+// in the very turn its deadline expires. A TCP socket that was never
+// connected gives that edge for real: epoll reports it writable (EPOLLOUT |
+// EPOLLHUP) as soon as it is registered, while SO_ERROR is 0 and
+// getpeername() says "not connected", as for a spurious edge during a
+// connect. With the deadline due at once, the loop's next turn first hands
+// the edge to the waiting connect, then fires the deadline, whose wake finds
+// no waiter; the connect must still end, with ETIMEDOUT.
+TEST(EpollConnectTest, ADeadlineInTheTurnOfASpuriousWritableEdgeEndsTheConnect) {
+  LoopOptions options;
+  options.backend = RuntimeBackend::kEpoll;
+  auto loop = Loop::Create(options);
+  ASSERT_TRUE(loop.ok()) << loop.status().ToString();
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  int result = 0;
+  bool hung = false;
+  (*loop)->BlockOn([](Loop& l, int fd, int& result, bool& hung) -> Task<void> {
+    TaskGroup connect(l);
+    // Only a guard against a hang, never a measure of speed.
+    Timer guard(l);
+    guard.Start(10s, [&] {
+      hung = true;
+      connect.Cancel();
+    });
+    connect.Spawn([](Loop& l, int fd, int& result) -> Task<void> {
+      result = co_await detail::AwaitEpollConnect(l, fd, Loop::Clock::now());
+    }(l, fd, result));
+    co_await connect.Join();
+  }(**loop, fd, result, hung));
+  ::close(fd);
+  EXPECT_FALSE(hung) << "the connect outlived its deadline";
+  EXPECT_EQ(result, ETIMEDOUT) << strerror(result);
+}
 
 // Captures log lines for the life of the object.
 class CapturedLog {
