@@ -330,6 +330,32 @@ TEST_F(XdsClientWatchersTest, DestroyingTheClientWhileItShutsDownIsSafe) {
   EXPECT_TRUE(NoMoreEvents(*watcher));
 }
 
+// A task waiting on Shutdown(), and the client destroyed one turn later,
+// while the teardown still runs: the client then finishes its shutdown in a
+// task of its own, which frees it; the waiter, woken in the same turn,
+// must return without reading the freed client (under ASan).
+TEST_F(XdsClientWatchersTest, AShutdownWaiterSurvivesTheClientDestroyedATurnLater) {
+  StartClient();
+  auto watcher = WatchAndReceiveCluster("c1");
+  std::promise<void> waiter_returned;
+  loop_->RunSync([&] {
+    auto wait = [](XdsClient* client, std::promise<void>* returned) -> Task<void> {
+      co_await client->Shutdown();
+      returned->set_value();
+    };
+    loop_->loop().Spawn(wait(client_.get(), &waiter_returned));
+    auto destroy = [](Loop& loop, std::unique_ptr<XdsClient>& client) -> Task<void> {
+      co_await loop.Yield();
+      client.reset();
+    };
+    loop_->loop().Spawn(destroy(loop_->loop(), client_));
+  });
+  EXPECT_EQ(waiter_returned.get_future().wait_for(kWait), std::future_status::ready);
+  EXPECT_TRUE(cp_->WaitForStreamClosed(kWait).has_value());
+  Flush();
+  EXPECT_TRUE(NoMoreEvents(*watcher));
+}
+
 // ShutdownAndDestroy() beside another task waiting on Shutdown(): the
 // first waiter to resume frees the client, and the other waiters, already
 // on their way back, must still return from Shutdown() safely (under
