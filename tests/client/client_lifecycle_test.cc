@@ -1,0 +1,215 @@
+// Every owner of tasks on the client side survives its own shutdown being
+// awaited twice and being destroyed right after: Shutdown() awaited from two
+// tasks at once runs one teardown and returns to both, the first caller to
+// return may destroy the owner while the other is still queued to resume,
+// and a Shutdown() after the end returns at once. Real connections on
+// loopback: uxds TestService backends, the fake control plane for xDS and
+// LRS. Built to run under ASan, where a read of a freed owner or a
+// TaskGroup freed with a live task fails the test.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "channel_fixture.h"
+#include "lb/subchannel.h"
+#include "support/xds_test_resources.h"
+#include "test_service/test_service.h"
+#include "uxds/client_channel.h"
+#include "uxds/runtime.h"
+#include "xds/lrs/load_reporting_client.h"
+
+namespace uxds::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// Awaits `owner`'s Shutdown() from two tasks at once. The first caller to
+// return destroys the owner there and then, while the other caller is still
+// queued to resume. How many callers returned.
+template <typename Owner>
+Task<int> ShutDownTwiceAndDestroy(Loop& loop, std::unique_ptr<Owner>& owner) {
+  int returned = 0;
+  auto caller = [](Owner* raw, std::unique_ptr<Owner>* owner, int* returned) -> Task<void> {
+    co_await raw->Shutdown();
+    ++*returned;
+    owner->reset();
+  };
+  TaskGroup callers(loop);
+  callers.Spawn(caller(owner.get(), &owner, &returned));
+  callers.Spawn(caller(owner.get(), &owner, &returned));
+  co_await callers.Join();
+  co_return returned;
+}
+
+// Counts the loop's turns while it lives.
+class TurnCounter {
+ public:
+  explicit TurnCounter(Loop& loop) : tasks_(loop) {
+    tasks_.Spawn([](Loop& loop, int* turns) -> Task<void> {
+      for (;;) {
+        co_await loop.Yield();
+        CancelState* cancel = co_await CurrentCancelState();
+        if (cancel != nullptr && cancel->cancelled()) co_return;
+        ++*turns;
+      }
+    }(loop, &turns_));
+  }
+  Task<void> Stop() { co_await tasks_.CancelAndJoin(); }
+  int turns() const { return turns_; }
+
+ private:
+  int turns_ = 0;
+  TaskGroup tasks_;
+};
+
+// Shutdown() to its end, then once more: true when the second call
+// returned without letting the loop turn.
+template <typename Owner>
+Task<bool> SecondShutdownReturnsAtOnce(Loop& loop, Owner& owner) {
+  co_await owner.Shutdown();
+  TurnCounter counter(loop);
+  co_await loop.Yield();  // the counter is running
+  const int before = counter.turns();
+  co_await owner.Shutdown();
+  const bool at_once = counter.turns() == before;
+  co_await counter.Stop();
+  co_return at_once;
+}
+
+CallOptions WaitingOptions() {
+  CallOptions options;
+  options.timeout = seconds(10);
+  options.wait_for_ready = true;
+  return options;
+}
+
+class ClientLifecycleTest : public ChannelFixture {
+ protected:
+  // Routes every call of xds:///svc to cluster "main" at `addresses`.
+  void ServeService(const std::vector<std::string>& addresses) {
+    ASSERT_TRUE(cp_->SetResources(
+        kLdsType, {{"svc", ApiListenerWithRoutes("svc", "*", {{"", "main"}})}}, "1"));
+    ASSERT_TRUE(cp_->SetResources(kCdsType, {{"main", ValidCluster("main", "s-main")}}, "1"));
+    ASSERT_TRUE(cp_->SetResources(kEdsType, {{"s-main", EndpointsAt("s-main", addresses)}}, "1"));
+  }
+
+  // A channel on the control loop (call there).
+  StatusOr<std::unique_ptr<Channel>> MakeChannel(const std::string& target) {
+    ChannelOptions options;
+    options.xds_client_pool = pool_;
+    options.initial_backoff = milliseconds(100);
+    options.max_backoff = milliseconds(500);
+    return Channel::Create(control_->loop(), target, options);
+  }
+};
+
+// A streaming call open on `channel`: its subchannel is READY and the
+// stream holds it. Null when the call did not start.
+Task<std::unique_ptr<ClientStream>> OpenStream(Channel& channel) {
+  StatusOr<std::unique_ptr<ClientStream>> stream =
+      co_await channel.StartStream(test_service::kFullDuplexCall, WaitingOptions());
+  if (!stream.ok()) {
+    ADD_FAILURE() << stream.status().ToString();
+    co_return nullptr;
+  }
+  co_return *std::move(stream);
+}
+
+// A pool with one READY subchannel to `address`, held by `ref`.
+Task<std::shared_ptr<SubchannelPool>> PoolWithAReadySubchannel(Loop& loop,
+                                                               const std::string& address,
+                                                               SubchannelRef* ref) {
+  SubchannelOptions options;
+  options.initial_backoff = milliseconds(100);
+  options.max_backoff = milliseconds(500);
+  std::shared_ptr<SubchannelPool> pool = SubchannelPool::Create(loop, options);
+  StatusOr<SocketAddress> parsed = SocketAddress::Parse(address);
+  EXPECT_TRUE(parsed.ok()) << parsed.status().ToString();
+  *ref = pool->Get(*parsed);
+  Event ready(loop);
+  const int watch = (*ref)->AddWatcher([&ready](ConnectivityState state, const Status&) {
+    if (state == ConnectivityState::kReady) ready.Set();
+  });
+  Timer give_up(loop);
+  give_up.Start(seconds(30), [&ready] { ready.Set(); });
+  (*ref)->RequestConnection();
+  const Status waited = co_await ready.Wait();  // at once if already READY
+  EXPECT_TRUE(waited.ok()) << waited.ToString();
+  EXPECT_EQ((*ref)->state(), ConnectivityState::kReady);
+  (*ref)->RemoveWatcher(watch);
+  co_return pool;
+}
+
+// SubchannelPool: Shutdown() awaited twice while the last reference to its
+// subchannel is dropped at a given turn (as a stream or picker going away
+// does); the first caller to return destroys the pool. The subchannel is
+// released while its task is cancelled, joined, or done.
+TEST_F(ClientLifecycleTest, ASubchannelPoolShutDownTwiceWhileItsSubchannelIsReleased) {
+  for (int turns = 0; turns < 10; ++turns) {
+    SCOPED_TRACE("the reference dropped after " + std::to_string(turns) + " turns");
+    const int returned = RunOnControl<int>([&]() -> Task<int> {
+      Loop& loop = control_->loop();
+      SubchannelRef ref;
+      std::shared_ptr<SubchannelPool> pool =
+          co_await PoolWithAReadySubchannel(loop, addresses_[0], &ref);
+      int returned = 0;
+      auto caller = [](SubchannelPool* raw, std::shared_ptr<SubchannelPool>* pool,
+                       SubchannelRef* ref, int* returned) -> Task<void> {
+        co_await raw->Shutdown();
+        ++*returned;
+        *ref = SubchannelRef();  // a pool outlives the references to its subchannels
+        pool->reset();
+      };
+      auto drop = [](Loop& loop, int turns, SubchannelRef* ref) -> Task<void> {
+        for (int i = 0; i < turns; ++i) co_await loop.Yield();
+        *ref = SubchannelRef();
+      };
+      TaskGroup tasks(loop);
+      tasks.Spawn(caller(pool.get(), &pool, &ref, &returned));
+      tasks.Spawn(caller(pool.get(), &pool, &ref, &returned));
+      tasks.Spawn(drop(loop, turns, &ref));
+      co_await tasks.Join();
+      EXPECT_EQ(pool, nullptr);
+      co_return returned;
+    });
+    EXPECT_EQ(returned, 2);
+  }
+}
+
+// The stream of a channel being shut down is dropped at a given turn of
+// the shutdown: its subchannel is released while the pool cancels, joins
+// or has closed it (the stream keeps the pool alive until then).
+TEST_F(ClientLifecycleTest, AStreamDroppedAtAnyTurnOfItsChannelsShutdown) {
+  for (int turns = 0; turns < 12; ++turns) {
+    SCOPED_TRACE("the stream dropped after " + std::to_string(turns) + " turns");
+    const bool destroyed = RunOnControl<bool>([&]() -> Task<bool> {
+      Loop& loop = control_->loop();
+      StatusOr<std::unique_ptr<Channel>> channel = MakeChannel(addresses_[0]);
+      if (!channel.ok()) {
+        ADD_FAILURE() << channel.status().ToString();
+        co_return false;
+      }
+      std::unique_ptr<ClientStream> stream = co_await OpenStream(**channel);
+      auto shutdown = [](std::unique_ptr<Channel>* channel) -> Task<void> {
+        co_await (*channel)->Shutdown();
+        channel->reset();
+      };
+      auto drop = [](Loop& loop, int turns, std::unique_ptr<ClientStream>* stream) -> Task<void> {
+        for (int i = 0; i < turns; ++i) co_await loop.Yield();
+        stream->reset();
+      };
+      TaskGroup tasks(loop);
+      tasks.Spawn(shutdown(&*channel));
+      tasks.Spawn(drop(loop, turns, &stream));
+      co_await tasks.Join();
+      co_return *channel == nullptr&& stream == nullptr;
+    });
+    EXPECT_TRUE(destroyed);
+  }
+}
+
+}  // namespace
+}  // namespace uxds::testing
