@@ -75,7 +75,7 @@ std::pair<std::string, std::string> SplitHostPort(const std::string& host_port) 
 }  // namespace
 
 struct Channel::Impl {
-  Impl(Loop& loop, ChannelOptions options) : loop(loop), options(std::move(options)) {}
+  Impl(Loop& loop, ChannelOptions options) : loop(loop), options(std::move(options)), tasks(loop) {}
 
   // One cluster a route names, with its LB tree (none if the cluster has an
   // error: `error` then fails its calls).
@@ -100,7 +100,10 @@ struct Channel::Impl {
   std::map<std::string, ClusterState, std::less<>> clusters;
   // A plain host:port channel: its one cluster.
   std::string direct_cluster;
-  std::shared_ptr<HostResolver> resolver;
+  std::unique_ptr<HostResolver> resolver;
+  // The channel's own tasks (a host:port target's resolution): they use
+  // the channel, so Shutdown() cancels and joins them before it returns.
+  TaskGroup tasks;
   bool shut_down = false;
   // Calls waiting for the next config or picker.
   std::vector<Event*> waiters;
@@ -329,8 +332,8 @@ StatusOr<std::unique_ptr<Channel>> Channel::Create(Loop& loop, std::string_view 
         });
   } else {
     impl->direct_cluster = impl->target.name;
-    impl->resolver = std::make_shared<HostResolver>(loop);
-    loop.Spawn(impl->ResolveDirect());
+    impl->resolver = std::make_unique<HostResolver>(loop);
+    impl->tasks.Spawn(impl->ResolveDirect());
   }
   return std::unique_ptr<Channel>(new Channel(std::move(impl)));
 }
@@ -342,6 +345,7 @@ Channel::~Channel() = default;
 Task<void> Channel::Shutdown() {
   Impl& impl = *impl_;
   if (std::exchange(impl.shut_down, true)) co_return;
+  co_await impl.tasks.CancelAndJoin();
   impl.dependencies.reset();
   impl.clusters.clear();
   impl.WakeWaiters();

@@ -211,5 +211,23 @@ TEST_F(ClientLifecycleTest, AStreamDroppedAtAnyTurnOfItsChannelsShutdown) {
   }
 }
 
+// A plain host:port channel resolves its target in a task of its own: shut
+// down and destroyed in the turn it was made, before that task ran.
+TEST_F(ClientLifecycleTest, ADirectChannelDestroyedBeforeItsTargetWasResolved) {
+  const bool destroyed = RunOnControl<bool>([&]() -> Task<bool> {
+    StatusOr<std::unique_ptr<Channel>> channel = MakeChannel(addresses_[0]);
+    if (!channel.ok()) {
+      ADD_FAILURE() << channel.status().ToString();
+      co_return false;
+    }
+    co_await (*channel)->Shutdown();
+    channel->reset();
+    // The loop runs what is queued (and would run the resolution).
+    for (int i = 0; i < 5; ++i) co_await control_->loop().Yield();
+    co_return true;
+  });
+  EXPECT_TRUE(destroyed);
+}
+
 }  // namespace
 }  // namespace uxds::testing
