@@ -229,5 +229,87 @@ TEST_F(ClientLifecycleTest, ADirectChannelDestroyedBeforeItsTargetWasResolved) {
   EXPECT_TRUE(destroyed);
 }
 
+// The same while a host name is looked up (on the resolver's worker), with
+// Shutdown() awaited twice and the channel destroyed by the first caller to
+// return.
+TEST_F(ClientLifecycleTest, ADirectChannelShutDownTwiceWhileItsNameIsLookedUp) {
+  const std::string port = addresses_[0].substr(addresses_[0].rfind(':') + 1);
+  const int returned = RunOnControl<int>([&]() -> Task<int> {
+    StatusOr<std::unique_ptr<Channel>> channel = MakeChannel("localhost:" + port);
+    if (!channel.ok()) {
+      ADD_FAILURE() << channel.status().ToString();
+      co_return 0;
+    }
+    const int returned = co_await ShutDownTwiceAndDestroy(control_->loop(), *channel);
+    for (int i = 0; i < 5; ++i) co_await control_->loop().Yield();
+    co_return returned;
+  });
+  EXPECT_EQ(returned, 2);
+}
+
+// An xDS channel with a READY connection: Shutdown() awaited twice, the
+// channel destroyed by the first caller to return.
+TEST_F(ClientLifecycleTest, AChannelShutDownTwiceIsDestroyedByTheFirstCallerToReturn) {
+  ServeService({addresses_[0], addresses_[1]});
+  CreateChannel("xds:///svc");
+  StatusOr<UnaryResponse> reply = Call(test_service::kEmptyCall, WaitingOptions());
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  const int returned = RunOnControl<int>(
+      [&]() -> Task<int> { return ShutDownTwiceAndDestroy(control_->loop(), channel_); });
+  EXPECT_EQ(returned, 2);
+  EXPECT_EQ(channel_, nullptr);
+}
+
+// The same with a stream open on the channel, dropped by the first caller
+// to return.
+TEST_F(ClientLifecycleTest, AChannelWithAnOpenStreamShutDownTwice) {
+  ServeService({addresses_[0]});
+  CreateChannel("xds:///svc");
+  const int returned = RunOnControl<int>([&]() -> Task<int> {
+    std::unique_ptr<ClientStream> stream = co_await OpenStream(*channel_);
+    int returned = 0;
+    auto caller = [](Channel* raw, std::unique_ptr<Channel>* channel,
+                     std::unique_ptr<ClientStream>* stream, int* returned) -> Task<void> {
+      co_await raw->Shutdown();
+      ++*returned;
+      stream->reset();
+      channel->reset();
+    };
+    TaskGroup callers(control_->loop());
+    callers.Spawn(caller(channel_.get(), &channel_, &stream, &returned));
+    callers.Spawn(caller(channel_.get(), &channel_, &stream, &returned));
+    co_await callers.Join();
+    co_return returned;
+  });
+  EXPECT_EQ(returned, 2);
+  EXPECT_EQ(channel_, nullptr);
+}
+
+// Calls waiting in the channel for its first config (none is served) when
+// Shutdown() is awaited twice and the channel destroyed by the first caller
+// to return: each fails UNAVAILABLE, and none reads the channel after.
+TEST_F(ClientLifecycleTest, AChannelShutDownTwiceWhileCallsWaitInIt) {
+  CreateChannel("xds:///svc");
+  const std::vector<StatusCode> codes =
+      RunOnControl<std::vector<StatusCode>>([&]() -> Task<std::vector<StatusCode>> {
+        Loop& loop = control_->loop();
+        std::vector<StatusCode> codes;
+        auto call = [](Channel* channel, std::vector<StatusCode>* codes) -> Task<void> {
+          StatusOr<UnaryResponse> reply =
+              co_await channel->UnaryCall(test_service::kEmptyCall, "", WaitingOptions());
+          codes->push_back(reply.status().code());
+        };
+        TaskGroup calls(loop);
+        for (int i = 0; i < 3; ++i) calls.Spawn(call(channel_.get(), &codes));
+        for (int i = 0; i < 2; ++i) co_await loop.Yield();  // the calls wait
+        const int returned = co_await ShutDownTwiceAndDestroy(loop, channel_);
+        EXPECT_EQ(returned, 2);
+        co_await calls.Join();
+        co_return codes;
+      });
+  EXPECT_EQ(codes, std::vector<StatusCode>(3, StatusCode::kUnavailable));
+  EXPECT_EQ(channel_, nullptr);
+}
+
 }  // namespace
 }  // namespace uxds::testing
