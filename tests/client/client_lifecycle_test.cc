@@ -311,5 +311,66 @@ TEST_F(ClientLifecycleTest, AChannelShutDownTwiceWhileCallsWaitInIt) {
   EXPECT_EQ(channel_, nullptr);
 }
 
+// LoadReportingClient with its LRS stream open to the control plane:
+// Shutdown() awaited twice, the client destroyed by the first caller to
+// return.
+TEST_F(ClientLifecycleTest, ALoadReportingClientShutDownTwiceIsDestroyedByTheFirstToReturn) {
+  std::unique_ptr<LoadReportingClient> client;
+  std::shared_ptr<ClusterLoadStats> stats;
+  control_->RunSync([&] {
+    XdsNode node;
+    node.id = kChannelNodeId;
+    LoadReportingOptions options;
+    options.min_report_interval = milliseconds(50);
+    client = std::make_unique<LoadReportingClient>(control_->loop(), node, options);
+    XdsServerConfig server;
+    server.server_uri = cp_->target();
+    stats = client->AddCluster(server, "main", "s-main");
+  });
+  ASSERT_TRUE(cp_->WaitForLrsStreamOpened(milliseconds(30000)).has_value());
+  const int returned = RunOnControl<int>(
+      [&]() -> Task<int> { return ShutDownTwiceAndDestroy(control_->loop(), client); });
+  EXPECT_EQ(returned, 2);
+  EXPECT_EQ(client, nullptr);
+  control_->RunSync([&] { stats.reset(); });
+}
+
+// After a completed Shutdown(), another returns at once (without the loop
+// turning), for each owner.
+TEST_F(ClientLifecycleTest, ASecondShutdownAfterTheFirstReturnsAtOnce) {
+  ServeService({addresses_[0]});
+  CreateChannel("xds:///svc");
+  StatusOr<UnaryResponse> reply = Call(test_service::kEmptyCall, WaitingOptions());
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_TRUE(RunOnControl<bool>(
+      [&]() -> Task<bool> { return SecondShutdownReturnsAtOnce(control_->loop(), *channel_); }));
+  control_->RunSync([&] { channel_.reset(); });
+
+  EXPECT_TRUE(RunOnControl<bool>([&]() -> Task<bool> {
+    SubchannelRef ref;
+    std::shared_ptr<SubchannelPool> pool =
+        co_await PoolWithAReadySubchannel(control_->loop(), addresses_[0], &ref);
+    const bool at_once = co_await SecondShutdownReturnsAtOnce(control_->loop(), *pool);
+    ref = SubchannelRef();
+    co_return at_once;
+  }));
+
+  std::unique_ptr<LoadReportingClient> client;
+  std::shared_ptr<ClusterLoadStats> stats;
+  control_->RunSync([&] {
+    client = std::make_unique<LoadReportingClient>(control_->loop(), XdsNode{});
+    XdsServerConfig server;
+    server.server_uri = cp_->target();
+    stats = client->AddCluster(server, "main", "s-main");
+  });
+  ASSERT_TRUE(cp_->WaitForLrsStreamOpened(milliseconds(30000)).has_value());
+  EXPECT_TRUE(RunOnControl<bool>(
+      [&]() -> Task<bool> { return SecondShutdownReturnsAtOnce(control_->loop(), *client); }));
+  control_->RunSync([&] {
+    client.reset();
+    stats.reset();
+  });
+}
+
 }  // namespace
 }  // namespace uxds::testing
