@@ -283,8 +283,9 @@ struct Channel::Impl {
   };
   Task<StatusOr<PickedEndpoint>> PickForCall(const std::string& method, const CallOptions& options,
                                              std::optional<Loop::Clock::time_point> deadline);
-  // Shutdown()'s one teardown: the channel's tasks, its watches and
-  // clusters, the calls waiting in it, then its connections.
+  // Shutdown()'s one teardown: the channel's tasks, its watches (and their
+  // DNS lookups) and clusters, the calls waiting in it, then its
+  // connections.
   Task<void> TearDown();
 
   Task<void> ResolveDirect() {
@@ -366,6 +367,7 @@ Task<void> Channel::Shutdown() {
 
 Task<void> Channel::Impl::TearDown() {
   co_await tasks.CancelAndJoin();
+  if (dependencies != nullptr) co_await dependencies->Shutdown();
   dependencies.reset();
   clusters.clear();
   WakeWaiters();

@@ -13,11 +13,13 @@
 #include <vector>
 
 #include "channel_fixture.h"
+#include "client/xds_dependency_manager.h"
 #include "lb/subchannel.h"
 #include "support/xds_test_resources.h"
 #include "test_service/test_service.h"
 #include "uxds/client_channel.h"
 #include "uxds/runtime.h"
+#include "uxds/xds_resources.h"
 #include "xds/lrs/load_reporting_client.h"
 
 namespace uxds::testing {
@@ -333,6 +335,58 @@ TEST_F(ClientLifecycleTest, ALoadReportingClientShutDownTwiceIsDestroyedByTheFir
   EXPECT_EQ(returned, 2);
   EXPECT_EQ(client, nullptr);
   control_->RunSync([&] { stats.reset(); });
+}
+
+// XdsDependencyManager with a LOGICAL_DNS cluster whose name is being
+// looked up again: Shutdown() awaited twice, the manager destroyed by the
+// first caller to return. The lookup is the manager's task, ended and
+// joined by the teardown; the watcher hears nothing once Shutdown() is
+// called.
+TEST_F(ClientLifecycleTest, AnXdsDependencyManagerShutDownTwiceWhileItLooksUpAName) {
+  ASSERT_TRUE(cp_->SetResources(kLdsType,
+                                {{"svc", ApiListenerWithRoutes("svc", "*", {{"", "dns"}})}}, "1"));
+  ASSERT_TRUE(
+      cp_->SetResources(kCdsType, {{"dns", LogicalDnsCluster("dns", "localhost", 8080)}}, "1"));
+  struct Outcome {
+    bool resolved = false;
+    int returned = 0;
+    int configs_after_shutdown = 0;
+  };
+  const Outcome outcome = RunOnControl<Outcome>([&]() -> Task<Outcome> {
+    Loop& loop = control_->loop();
+    Outcome outcome;
+    StatusOr<std::shared_ptr<XdsClient>> client = pool_->Get("xds:///svc");
+    if (!client.ok()) {
+      ADD_FAILURE() << client.status().ToString();
+      co_return outcome;
+    }
+    Event resolved(loop);
+    bool shutting_down = false;
+    auto manager = std::make_unique<XdsDependencyManager>(
+        **client, "svc", "svc", [&](StatusOr<std::shared_ptr<const XdsConfig>> config) {
+          if (shutting_down) ++outcome.configs_after_shutdown;
+          if (!config.ok()) return;
+          auto it = (*config)->clusters.find("dns");
+          if (it == (*config)->clusters.end() || !it->second.ok()) return;
+          const auto* endpoints =
+              std::get_if<XdsConfig::ClusterConfig::EndpointConfig>(&it->second->children);
+          if (endpoints != nullptr && endpoints->endpoints != nullptr) resolved.Set();
+        });
+    Timer give_up(loop);
+    give_up.Start(seconds(30), [&resolved] { resolved.Set(); });
+    const Status waited = co_await resolved.Wait();
+    EXPECT_TRUE(waited.ok()) << waited.ToString();
+    give_up.Cancel();
+    outcome.resolved = resolved.is_set() && waited.ok();
+    manager->RequestReresolution();  // a lookup the teardown finds running
+    shutting_down = true;
+    outcome.returned = co_await ShutDownTwiceAndDestroy(loop, manager);
+    for (int i = 0; i < 5; ++i) co_await loop.Yield();
+    co_return outcome;
+  });
+  EXPECT_TRUE(outcome.resolved);
+  EXPECT_EQ(outcome.returned, 2);
+  EXPECT_EQ(outcome.configs_after_shutdown, 0);
 }
 
 // After a completed Shutdown(), another returns at once (without the loop
