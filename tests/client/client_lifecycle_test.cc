@@ -20,6 +20,7 @@
 #include "uxds/client_channel.h"
 #include "uxds/runtime.h"
 #include "uxds/xds_resources.h"
+#include "xds/client/xds_client_impl.h"
 #include "xds/lrs/load_reporting_client.h"
 
 namespace uxds::testing {
@@ -389,6 +390,38 @@ TEST_F(ClientLifecycleTest, AnXdsDependencyManagerShutDownTwiceWhileItLooksUpANa
   EXPECT_EQ(outcome.configs_after_shutdown, 0);
 }
 
+// XdsClient (whose Shutdown() already follows the rule) with its ADS stream
+// and an LRS stream open: Shutdown() awaited twice, the client destroyed by
+// the first caller to return.
+TEST_F(ClientLifecycleTest, AnXdsClientShutDownTwiceIsDestroyedByTheFirstToReturn) {
+  struct Watcher : XdsResourceWatcher<ListenerResource> {
+    void OnResourceChanged(StatusOr<std::shared_ptr<const ListenerResource>>) override {}
+    void OnAmbientError(Status) override {}
+  };
+  auto watcher = std::make_shared<Watcher>();
+  std::unique_ptr<XdsClient> client;
+  std::shared_ptr<ClusterLoadStats> stats;
+  control_->RunSync([&] {
+    Bootstrap bootstrap;
+    XdsServerConfig server;
+    server.server_uri = cp_->target();
+    bootstrap.xds_servers.push_back(server);
+    bootstrap.node.id = kChannelNodeId;
+    client = *XdsClient::Create(control_->loop(), bootstrap);
+    client->WatchResource(ListenerResourceType::Get(), "svc", watcher);
+    LoadReportingClient* lrs = xds_internal::ImplOf(*client).load_reporting({});
+    ASSERT_NE(lrs, nullptr);
+    stats = lrs->AddCluster(server, "main", "s-main");
+  });
+  ASSERT_TRUE(cp_->WaitForStreamOpened(milliseconds(30000)).has_value());
+  ASSERT_TRUE(cp_->WaitForLrsStreamOpened(milliseconds(30000)).has_value());
+  const int returned = RunOnControl<int>(
+      [&]() -> Task<int> { return ShutDownTwiceAndDestroy(control_->loop(), client); });
+  EXPECT_EQ(returned, 2);
+  EXPECT_EQ(client, nullptr);
+  control_->RunSync([&] { stats.reset(); });
+}
+
 // After a completed Shutdown(), another returns at once (without the loop
 // turning), for each owner.
 TEST_F(ClientLifecycleTest, ASecondShutdownAfterTheFirstReturnsAtOnce) {
@@ -424,6 +457,20 @@ TEST_F(ClientLifecycleTest, ASecondShutdownAfterTheFirstReturnsAtOnce) {
     client.reset();
     stats.reset();
   });
+
+  EXPECT_TRUE(RunOnControl<bool>([&]() -> Task<bool> {
+    StatusOr<std::shared_ptr<XdsClient>> xds_client = pool_->Get("xds:///svc");
+    if (!xds_client.ok()) {
+      ADD_FAILURE() << xds_client.status().ToString();
+      co_return false;
+    }
+    XdsDependencyManager manager(**xds_client, "svc", "svc",
+                                 [](StatusOr<std::shared_ptr<const XdsConfig>>) {});
+    const bool manager_at_once = co_await SecondShutdownReturnsAtOnce(control_->loop(), manager);
+    const bool client_at_once =
+        co_await SecondShutdownReturnsAtOnce(control_->loop(), **xds_client);
+    co_return manager_at_once&& client_at_once;
+  }));
 }
 
 }  // namespace
