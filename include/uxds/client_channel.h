@@ -139,7 +139,9 @@ class Channel {
   Task<StatusOr<std::unique_ptr<ClientStream>>> StartStream(std::string method,
                                                             CallOptions options = {});
 
-  // Stops watching, closes every connection, fails waiting calls.
+  // Stops watching, closes every connection, fails waiting calls. Any
+  // number of callers: one teardown, each returns once it has ended (at
+  // once after that), and the first to return may destroy the channel.
   Task<void> Shutdown();
 
   struct Impl;

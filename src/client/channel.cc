@@ -14,6 +14,7 @@
 #include "lb/cluster_load_balancer.h"
 #include "lb/lb_policy.h"
 #include "runtime/host_resolver.h"
+#include "runtime/shutdown_once.h"
 #include "xds/client/xds_client_impl.h"
 #include "xds/lrs/load_reporting_client.h"
 #include "xds/routing/route_selection.h"
@@ -75,7 +76,8 @@ std::pair<std::string, std::string> SplitHostPort(const std::string& host_port) 
 }  // namespace
 
 struct Channel::Impl {
-  Impl(Loop& loop, ChannelOptions options) : loop(loop), options(std::move(options)) {}
+  Impl(Loop& loop, ChannelOptions options)
+      : loop(loop), options(std::move(options)), tasks(loop), shutdown(loop) {}
 
   // One cluster a route names, with its LB tree (none if the cluster has an
   // error: `error` then fails its calls).
@@ -100,10 +102,19 @@ struct Channel::Impl {
   std::map<std::string, ClusterState, std::less<>> clusters;
   // A plain host:port channel: its one cluster.
   std::string direct_cluster;
-  std::shared_ptr<HostResolver> resolver;
-  bool shut_down = false;
+  std::unique_ptr<HostResolver> resolver;
+  // The channel's own tasks (a host:port target's resolution): they use
+  // the channel, so Shutdown() cancels and joins them before it returns.
+  TaskGroup tasks;
+  // Runs TearDown() once, for every caller of Shutdown().
+  ShutdownOnce shutdown;
   // Calls waiting for the next config or picker.
   std::vector<Event*> waiters;
+  // Calls inside WaitForChange(), woken or not. A woken call reads the
+  // channel as it resumes, so the teardown waits until the last has left:
+  // the first caller of Shutdown() to return may destroy the channel.
+  size_t waiting_calls = 0;
+  Event* last_call_left = nullptr;  // the teardown's, while it waits
   // A42: the counters of a cluster that reports load, else nullptr. The
   // LRS streams belong to the XdsClient, as in gRPC: every channel on it
   // shares one stream per LRS server, and the same cluster's load from
@@ -234,8 +245,10 @@ struct Channel::Impl {
   }
 
   // Waits for the next config or picker change, or the deadline: false once
-  // the deadline has passed.
+  // the deadline has passed. At once once the channel is shutting down (the
+  // caller then finds it so).
   Task<bool> WaitForChange(std::optional<Loop::Clock::time_point> deadline) {
+    if (shutdown.started()) co_return true;
     if (deadline.has_value() && Loop::Clock::now() >= *deadline) co_return false;
     Event changed(loop);
     Timer timer(loop);
@@ -243,9 +256,11 @@ struct Channel::Impl {
       timer.Start(*deadline - Loop::Clock::now(), [&changed] { changed.Set(); });
     }
     waiters.push_back(&changed);
+    ++waiting_calls;
     const Status waited = co_await changed.Wait();
     std::erase(waiters, &changed);
     timer.Cancel();
+    if (--waiting_calls == 0 && last_call_left != nullptr) last_call_left->Set();
     if (!waited.ok()) co_return false;
     co_return !deadline.has_value() || Loop::Clock::now() < *deadline;
   }
@@ -268,11 +283,15 @@ struct Channel::Impl {
   };
   Task<StatusOr<PickedEndpoint>> PickForCall(const std::string& method, const CallOptions& options,
                                              std::optional<Loop::Clock::time_point> deadline);
+  // Shutdown()'s one teardown: the channel's tasks, its watches (and their
+  // DNS lookups) and clusters, the calls waiting in it, then its
+  // connections.
+  Task<void> TearDown();
 
   Task<void> ResolveDirect() {
     auto [host, port] = SplitHostPort(target.name);
     StatusOr<std::vector<SocketAddress>> addresses = co_await resolver->Resolve(host, port);
-    if (shut_down) co_return;
+    if (shutdown.started()) co_return;
     if (!addresses.ok()) {
       config_error = Status(StatusCode::kUnavailable, addresses.status().message());
       config_failed = true;
@@ -329,8 +348,8 @@ StatusOr<std::unique_ptr<Channel>> Channel::Create(Loop& loop, std::string_view 
         });
   } else {
     impl->direct_cluster = impl->target.name;
-    impl->resolver = std::make_shared<HostResolver>(loop);
-    loop.Spawn(impl->ResolveDirect());
+    impl->resolver = std::make_unique<HostResolver>(loop);
+    impl->tasks.Spawn(impl->ResolveDirect());
   }
   return std::unique_ptr<Channel>(new Channel(std::move(impl)));
 }
@@ -340,15 +359,28 @@ Channel::Channel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Channel::~Channel() = default;
 
 Task<void> Channel::Shutdown() {
-  Impl& impl = *impl_;
-  if (std::exchange(impl.shut_down, true)) co_return;
-  impl.dependencies.reset();
-  impl.clusters.clear();
-  impl.WakeWaiters();
-  co_await impl.subchannels->Shutdown();
+  // Nothing of the channel is read once the teardown has ended: the first
+  // caller to return may destroy it under the others.
+  Impl* impl = impl_.get();
+  co_await impl->shutdown.Run([impl] { return impl->TearDown(); });
+}
+
+Task<void> Channel::Impl::TearDown() {
+  co_await tasks.CancelAndJoin();
+  if (dependencies != nullptr) co_await dependencies->Shutdown();
+  dependencies.reset();
+  clusters.clear();
+  WakeWaiters();
+  if (waiting_calls > 0) {
+    Event left(loop);
+    last_call_left = &left;
+    (void)co_await left.Wait();  // the teardown's task is never cancelled
+    last_call_left = nullptr;
+  }
+  co_await subchannels->Shutdown();
   // The XdsClient's LRS streams send this channel's last counts and end
   // once no channel reports to them.
-  impl.xds_client.reset();
+  xds_client.reset();
 }
 
 // Routes, hashes and picks one call (unary or streaming alike): the
@@ -368,7 +400,7 @@ Task<StatusOr<Channel::Impl::PickedEndpoint>> Channel::Impl::PickForCall(
     co_return std::nullopt;
   };
   while (true) {
-    if (shut_down) co_return UnavailableError("channel shut down");
+    if (shutdown.started()) co_return UnavailableError("channel shut down");
     std::string cluster_name = direct_cluster;
     const RouteConfigResource::Route::RouteAction* action = nullptr;
     if (cluster_name.empty()) {

@@ -44,14 +44,20 @@ XdsDependencyManager::XdsDependencyManager(XdsClient& client, std::string listen
       listener_name_(std::move(listener_name)),
       authority_(std::move(authority)),
       watcher_(std::move(watcher)),
-      resolver_(std::make_shared<HostResolver>(client.loop())) {
+      resolver_(client.loop()),
+      dns_tasks_(client.loop()),
+      shutdown_(client.loop()) {
   listener_.watcher = std::make_shared<ResourceWatcher<ListenerResource>>(*this, listener_name_);
   client_.WatchResource(ListenerResourceType::Get(), listener_name_, listener_.watcher);
 }
 
-XdsDependencyManager::~XdsDependencyManager() {
-  *alive_ = false;
-  client_.CancelWatch(ListenerResourceType::Get(), listener_name_, listener_.watcher.get());
+XdsDependencyManager::~XdsDependencyManager() { CancelWatches(); }
+
+void XdsDependencyManager::CancelWatches() {
+  if (listener_.watcher != nullptr) {
+    client_.CancelWatch(ListenerResourceType::Get(), listener_name_, listener_.watcher.get());
+    listener_.watcher.reset();
+  }
   for (auto& [name, state] : route_configs_) {
     client_.CancelWatch(RouteConfigResourceType::Get(), name, state.watcher.get());
   }
@@ -61,6 +67,18 @@ XdsDependencyManager::~XdsDependencyManager() {
   for (auto& [name, state] : endpoints_) {
     client_.CancelWatch(EndpointResourceType::Get(), name, state.watcher.get());
   }
+  route_configs_.clear();
+  clusters_.clear();
+  endpoints_.clear();
+}
+
+Task<void> XdsDependencyManager::Shutdown() {
+  co_await shutdown_.Run([this] { return TearDown(); });
+}
+
+Task<void> XdsDependencyManager::TearDown() {
+  CancelWatches();
+  co_await dns_tasks_.CancelAndJoin();
 }
 
 template <typename T>
@@ -118,15 +136,14 @@ void XdsDependencyManager::RequestReresolution() {
 }
 
 void XdsDependencyManager::StartDns(const std::string& cluster, const std::string& hostname) {
+  if (shutdown_.started()) return;
   DnsState& dns = dns_[cluster];
   dns.hostname = hostname;
   const uint64_t generation = ++dns.generation;
-  client_.loop().Spawn(ResolveDns(alive_, this, resolver_, cluster, hostname, generation));
+  dns_tasks_.Spawn(ResolveDns(cluster, hostname, generation));
 }
 
-Task<void> XdsDependencyManager::ResolveDns(std::weak_ptr<bool> alive, XdsDependencyManager* self,
-                                            std::shared_ptr<HostResolver> resolver,
-                                            std::string cluster, std::string hostname,
+Task<void> XdsDependencyManager::ResolveDns(std::string cluster, std::string hostname,
                                             uint64_t generation) {
   // "host:port"; IPv6 literals in brackets.
   std::string host = hostname;
@@ -139,11 +156,10 @@ Task<void> XdsDependencyManager::ResolveDns(std::weak_ptr<bool> alive, XdsDepend
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
     host = host.substr(1, host.size() - 2);
   }
-  StatusOr<std::vector<SocketAddress>> addresses = co_await resolver->Resolve(host, port);
-  std::shared_ptr<bool> live = alive.lock();
-  if (live == nullptr || !*live) co_return;
-  auto it = self->dns_.find(cluster);
-  if (it == self->dns_.end() || it->second.generation != generation) co_return;
+  StatusOr<std::vector<SocketAddress>> addresses = co_await resolver_.Resolve(host, port);
+  if (shutdown_.started()) co_return;
+  auto it = dns_.find(cluster);
+  if (it == dns_.end() || it->second.generation != generation) co_return;
   if (!addresses.ok()) {
     // A37: the cluster has no endpoints; the note says why.
     it->second.update = Status(StatusCode::kUnavailable, "DNS resolution failed for " + hostname +
@@ -161,7 +177,7 @@ Task<void> XdsDependencyManager::ResolveDns(std::weak_ptr<bool> alive, XdsDepend
     endpoints->priorities.emplace_back().localities.push_back(std::move(locality));
     it->second.update = std::shared_ptr<const EndpointResource>(std::move(endpoints));
   }
-  self->Update();
+  Update();
 }
 
 std::string XdsDependencyManager::ResolutionNote(const Status& cluster_ambient,
@@ -268,7 +284,8 @@ bool XdsDependencyManager::AddCluster(const std::string& name, int depth,
 }
 
 void XdsDependencyManager::Update() {
-  if (!listener_.update.has_value()) return;
+  // Shutting down: the watches are gone and the watcher hears nothing more.
+  if (shutdown_.started() || !listener_.update.has_value()) return;
   const std::string listener_context = Named("LDS resource", listener_name_);
   if (!listener_.update->ok()) {
     Report(WithContext(listener_.update->status(), listener_context));

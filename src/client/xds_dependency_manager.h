@@ -6,7 +6,8 @@
 // depends on has been attempted (received, or known missing or broken).
 // Watches no longer needed are cancelled.
 //
-// Control thread only (the XdsClient's loop).
+// Control thread only (the XdsClient's loop). The DNS lookups are the
+// manager's tasks: Shutdown() ends them before it is destroyed.
 #pragma once
 
 #include <functional>
@@ -20,6 +21,7 @@
 
 #include "client/xds_config.h"
 #include "runtime/host_resolver.h"
+#include "runtime/shutdown_once.h"
 #include "uxds/loop.h"
 #include "uxds/xds_client.h"
 #include "uxds/xds_resources.h"
@@ -38,7 +40,8 @@ class XdsDependencyManager {
   // Starts the Listener watch. `authority` picks the virtual host (A28).
   XdsDependencyManager(XdsClient& client, std::string listener_name, std::string authority,
                        Watcher watcher);
-  // Cancels every watch; no callback after this.
+  // After Shutdown(); cancels every watch still open, no callback after
+  // this. A DNS lookup left running (no Shutdown()) terminates the process.
   ~XdsDependencyManager();
   XdsDependencyManager(const XdsDependencyManager&) = delete;
   XdsDependencyManager& operator=(const XdsDependencyManager&) = delete;
@@ -46,6 +49,12 @@ class XdsDependencyManager {
   // A74: LB policies ask for this when their endpoints fail: every
   // LOGICAL_DNS cluster resolves its name again.
   void RequestReresolution();
+
+  // Cancels every watch and the DNS lookups, and waits for the lookups'
+  // tasks; the watcher hears nothing once it is called. Any number of
+  // callers: one teardown, each returns once it has ended (at once after
+  // that), and the first to return may destroy the manager.
+  Task<void> Shutdown();
 
   // The resources watched now, for tests and CSDS-like views.
   std::vector<std::string> WatchedClusters() const;
@@ -81,9 +90,9 @@ class XdsDependencyManager {
   WatchState<T>& Watch(std::map<std::string, WatchState<T>, std::less<>>& watches,
                        const XdsResourceTypeImpl<T>& type, const std::string& name);
   void StartDns(const std::string& cluster, const std::string& hostname);
-  static Task<void> ResolveDns(std::weak_ptr<bool> alive, XdsDependencyManager* self,
-                               std::shared_ptr<HostResolver> resolver, std::string cluster,
-                               std::string hostname, uint64_t generation);
+  Task<void> ResolveDns(std::string cluster, std::string hostname, uint64_t generation);
+  Task<void> TearDown();
+  void CancelWatches();
 
   // Recomputes the config from what has arrived, updates the watches, and
   // reports a config if it is complete (or an error if LDS/RDS say so).
@@ -101,9 +110,10 @@ class XdsDependencyManager {
   const std::string listener_name_;
   const std::string authority_;
   Watcher watcher_;
-  // Shared with the DNS tasks, which may outlive the manager by a lookup.
-  std::shared_ptr<HostResolver> resolver_;
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  HostResolver resolver_;
+  // The LOGICAL_DNS lookups (ResolveDns), which use the manager.
+  TaskGroup dns_tasks_;
+  ShutdownOnce shutdown_;
 
   WatchState<ListenerResource> listener_;
   std::string route_config_name_;  // the RDS name watched, empty when inlined

@@ -134,12 +134,14 @@ std::shared_ptr<SubchannelPool> SubchannelPool::Create(Loop& loop, SubchannelOpt
 }
 
 SubchannelPool::SubchannelPool(Loop& loop, SubchannelOptions options)
-    : loop_(loop), options_(std::move(options)), reapers_(std::make_unique<TaskGroup>(loop)) {}
+    : loop_(loop),
+      options_(std::move(options)),
+      reapers_(std::make_unique<TaskGroup>(loop)),
+      shutdown_(loop) {}
 
-SubchannelPool::~SubchannelPool() {
-  // Shutdown() joined everything; anything left means it was not called.
-  for (auto& [address, s] : subchannels_) delete s;
-}
+// Shutdown() joined every subchannel's tasks; a subchannel with a task left
+// (no Shutdown()) terminates in its TaskGroup's destructor.
+SubchannelPool::~SubchannelPool() = default;
 
 SubchannelRef SubchannelPool::Get(const SocketAddress& address) {
   const std::string key = address.ToString();
@@ -153,16 +155,31 @@ SubchannelRef SubchannelPool::Get(const SocketAddress& address) {
       index = free_indices_.back();
       free_indices_.pop_back();
     }
-    auto* s = new Subchannel(*this, address, index);
-    it = subchannels_.emplace(key, s).first;
-    s->group_->Spawn(s->Run());
+    it = subchannels_
+             .emplace(key, std::unique_ptr<Subchannel>(new Subchannel(*this, address, index)))
+             .first;
+    Subchannel& s = *it->second;
+    s.group_->Spawn(s.Run());
   }
-  return SubchannelRef(it->second);
+  return SubchannelRef(it->second.get());
 }
 
 const Subchannel* SubchannelPool::Find(const std::string& address) const {
   auto it = subchannels_.find(address);
-  return it == subchannels_.end() ? nullptr : it->second;
+  return it == subchannels_.end() ? nullptr : it->second.get();
+}
+
+namespace {
+
+// Waits for a subchannel's tasks without holding the subchannel: a
+// Release() meanwhile hands it to a reaper, which may free it (and the
+// group) first; this join then ends on its own record.
+Task<void> JoinTasksOf(TaskGroup& tasks) { co_await tasks.Join(); }
+
+}  // namespace
+
+Task<void> SubchannelPool::Reap(std::unique_ptr<Subchannel> doomed) {
+  co_await doomed->group_->CancelAndJoin();
 }
 
 void SubchannelPool::Release(Subchannel* s) {
@@ -170,7 +187,7 @@ void SubchannelPool::Release(Subchannel* s) {
   // push finished before its picker (the last reference) was reclaimed, so
   // draining now removes it from the stack for good.
   if (s->request_queued_.load(std::memory_order_acquire)) DrainRequests();
-  subchannels_.erase(s->address());
+  std::unique_ptr<Subchannel> released = std::move(subchannels_.extract(s->address()).mapped());
   // No picker can return `s` any more (a picker holds a reference to each
   // endpoint it returns), so its index is free. A cluster_impl picker whose
   // locality table still lists the index never sees the endpoint that takes
@@ -178,14 +195,10 @@ void SubchannelPool::Release(Subchannel* s) {
   free_indices_.push_back(s->endpoint_.index);
   std::push_heap(free_indices_.begin(), free_indices_.end(), std::greater<>());
   s->watchers_.clear();
-  if (shut_down_) {
-    delete s;  // Shutdown() already cancelled and joined its task
-    return;
-  }
-  auto reap = [](std::unique_ptr<Subchannel> doomed) -> Task<void> {
-    co_await doomed->group_->CancelAndJoin();
-  };
-  reapers_->Spawn(reap(std::unique_ptr<Subchannel>(s)));
+  // Freed here once none of its tasks is left (Shutdown() joined them);
+  // else a reaper owns it until they end, shutting down or not.
+  if (s->group_->size() == 0) return;
+  reapers_->Spawn(Reap(std::move(released)));
 }
 
 void SubchannelPool::PushRequest(Subchannel* s) {
@@ -205,18 +218,27 @@ void SubchannelPool::DrainRequests() {
   while (s != nullptr) {
     Subchannel* next = s->next_request_;
     s->request_queued_.store(false, std::memory_order_release);
-    if (s->refs_ > 0 && !shut_down_) s->RequestConnection();
+    if (s->refs_ > 0 && !shutdown_.started()) s->RequestConnection();
     s = next;
   }
 }
 
 Task<void> SubchannelPool::Shutdown() {
-  shut_down_ = true;
+  co_await shutdown_.Run([this] { return TearDown(); });
+}
+
+Task<void> SubchannelPool::TearDown() {
   DrainRequests();
-  for (auto& [address, s] : subchannels_) s->group_->Cancel();
-  for (auto& [address, s] : subchannels_) co_await s->group_->Join();
-  for (auto& [address, s] : subchannels_) s->connection_.reset();
+  // The subchannels may be released (and so leave the map) while their
+  // tasks are joined: the joins run in the reapers' group, each holding
+  // only the subchannel's TaskGroup, and nothing here walks the map across
+  // a suspension.
+  for (auto& [address, s] : subchannels_) {
+    s->group_->Cancel();
+    reapers_->Spawn(JoinTasksOf(*s->group_));
+  }
   co_await reapers_->Join();
+  for (auto& [address, s] : subchannels_) s->connection_.reset();
 }
 
 }  // namespace uxds

@@ -21,6 +21,7 @@
 
 #include "http2/client_connection.h"
 #include "http2/client_connection_options.h"
+#include "runtime/shutdown_once.h"
 #include "runtime/socket_address.h"
 #include "uxds/channel.h"
 #include "uxds/loop.h"
@@ -131,7 +132,8 @@ class SubchannelRef {
 };
 
 // One subchannel per unique address. Lives on the control loop; Shutdown()
-// before destruction.
+// before destruction. The pool outlives every SubchannelRef to its
+// subchannels (a call holds the pool with its subchannel).
 class SubchannelPool : public std::enable_shared_from_this<SubchannelPool> {
  public:
   static std::shared_ptr<SubchannelPool> Create(Loop& loop, SubchannelOptions options = {});
@@ -147,27 +149,35 @@ class SubchannelPool : public std::enable_shared_from_this<SubchannelPool> {
   const SubchannelOptions& options() const { return options_; }
 
   // Closes every connection and waits for the subchannels' tasks; Get()
-  // must not be called afterwards.
+  // must not be called afterwards. Any number of callers: one teardown,
+  // each returns once it has ended (at once after that), and the first to
+  // return may free the pool. A reference released meanwhile, or later,
+  // frees its subchannel once the subchannel's tasks have ended.
   Task<void> Shutdown();
 
  private:
   friend class Subchannel;
   friend class SubchannelRef;
   SubchannelPool(Loop& loop, SubchannelOptions options);
+  Task<void> TearDown();
   void Release(Subchannel* s);
+  // Owns a released subchannel until its tasks have ended.
+  static Task<void> Reap(std::unique_ptr<Subchannel> doomed);
   void PushRequest(Subchannel* s);
   void DrainRequests();
 
   Loop& loop_;
   SubchannelOptions options_;
-  std::map<std::string, Subchannel*> subchannels_;  // owned; by address text
+  std::map<std::string, std::unique_ptr<Subchannel>> subchannels_;  // by address text
   // Endpoint::index values: the smallest free one is taken, so they stay
   // dense (as many as the pool's largest size).
   std::vector<uint32_t> free_indices_;  // a min-heap
   uint32_t next_index_ = 0;
-  std::unique_ptr<TaskGroup> reapers_;          // shuts released subchannels down
+  // Owns each released subchannel whose tasks still run, until they end;
+  // the teardown's joins of the subchannels' tasks run here too.
+  std::unique_ptr<TaskGroup> reapers_;
   std::atomic<Subchannel*> requests_{nullptr};  // lock-free stack (any thread)
-  bool shut_down_ = false;
+  ShutdownOnce shutdown_;
 };
 
 }  // namespace uxds

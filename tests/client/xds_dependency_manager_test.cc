@@ -9,6 +9,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -34,6 +35,17 @@ class XdsDependencyManagerTest : public ::testing::Test {
     loop_ = *LoopThread::Start();
   }
   void TearDown() override {
+    if (manager_ != nullptr) {
+      std::promise<void> done;
+      loop_->RunSync([&] {
+        auto shutdown = [](XdsDependencyManager* manager, std::promise<void>* done) -> Task<void> {
+          co_await manager->Shutdown();
+          done->set_value();
+        };
+        loop_->loop().Spawn(shutdown(manager_.get(), &done));
+      });
+      done.get_future().wait();
+    }
     loop_->RunSync([&] { manager_.reset(); });
     if (client_ != nullptr) loop_->RunSync([&] { client_.reset(); });
     loop_.reset();

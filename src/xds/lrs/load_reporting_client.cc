@@ -48,7 +48,7 @@ struct LoadReportingClient::Server {
 
 LoadReportingClient::LoadReportingClient(Loop& loop, const XdsNode& node,
                                          LoadReportingOptions options)
-    : loop_(loop), options_(std::move(options)), tasks_(loop) {
+    : loop_(loop), options_(std::move(options)), tasks_(loop), shutdown_(loop) {
   PopulateNodeProto(node, options_.connection.user_agent_name,
                     options_.connection.user_agent_version.empty()
                         ? UXDS_VERSION
@@ -69,7 +69,7 @@ std::shared_ptr<ClusterLoadStats> LoadReportingClient::AddCluster(
   if (server == nullptr) {
     servers_.push_back(std::make_unique<Server>(loop_, server_config, options_.connection));
     server = servers_.back().get();
-    if (!shut_down_) tasks_.Spawn(RunServer(*server));
+    if (!shutdown_.started()) tasks_.Spawn(RunServer(*server));
   }
   std::shared_ptr<ClusterLoadStats>& stats = server->clusters[{cluster_name, eds_service_name}];
   if (stats == nullptr) {
@@ -80,12 +80,18 @@ std::shared_ptr<ClusterLoadStats> LoadReportingClient::AddCluster(
 }
 
 Task<void> LoadReportingClient::Shutdown() {
-  shut_down_ = true;
+  co_await shutdown_.Run([this] { return TearDown(); });
+}
+
+Task<void> LoadReportingClient::TearDown() {
   co_await tasks_.CancelAndJoin();
+  // Taken out first: each is closed from this frame, and nothing walks
+  // servers_ across a suspension.
+  std::vector<std::unique_ptr<http2::ClientConnection>> connections;
   for (const auto& server : servers_) {
-    if (server->connection != nullptr) co_await server->connection->Close();
-    server->connection.reset();
+    if (server->connection != nullptr) connections.push_back(std::move(server->connection));
   }
+  for (const auto& connection : connections) co_await connection->Close();
 }
 
 Task<void> LoadReportingClient::RunServer(Server& server) {

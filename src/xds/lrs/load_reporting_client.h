@@ -27,6 +27,7 @@
 #include "http2/client_call.h"
 #include "http2/client_connection.h"
 #include "runtime/host_resolver.h"
+#include "runtime/shutdown_once.h"
 #include "tls/tls_context.h"
 #include "uxds/bootstrap.h"
 #include "uxds/load_reporting.h"
@@ -51,11 +52,14 @@ class LoadReportingClient {
   std::shared_ptr<ClusterLoadStats> AddCluster(const XdsServerConfig& server,
                                                const std::string& cluster_name,
                                                const std::string& eds_service_name);
-  // Ends every stream and closes the connections.
+  // Ends every stream and closes the connections. Any number of callers:
+  // one teardown, each returns once it has ended (at once after that), and
+  // the first to return may destroy the client.
   Task<void> Shutdown();
 
  private:
   struct Server;
+  Task<void> TearDown();
   Task<void> RunServer(Server& server);
   Task<bool> RunStream(Server& server, CancelState* cancel);
   Task<void> ReadResponses(Server& server, TaskGroup& tasks);
@@ -69,7 +73,7 @@ class LoadReportingClient {
   envoy::config::core::v3::Node node_;
   std::vector<std::unique_ptr<Server>> servers_;
   TaskGroup tasks_;
-  bool shut_down_ = false;
+  ShutdownOnce shutdown_;
 };
 
 }  // namespace uxds
