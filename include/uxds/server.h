@@ -146,7 +146,9 @@ class Server {
   static StatusOr<std::unique_ptr<Server>> Listen(Loop& loop, std::string_view address,
                                                   std::shared_ptr<const ServiceRegistry> registry,
                                                   ServerOptions options = {});
-  // Shutdown() must have completed, or Serve() returned, before this.
+  // Shutdown() or Serve() must have returned before this; the caller it
+  // returned to may destroy the server at once, even while other callers
+  // are still queued to resume.
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
@@ -154,10 +156,14 @@ class Server {
   // The port listened on (the one picked, for port 0).
   uint16_t port() const;
   // Accepts and serves connections until Shutdown(); returns when every
-  // connection has ended.
+  // connection has ended and a Shutdown() under way has ended. Await it
+  // once.
   Task<void> Serve();
   // Stops accepting, drains every connection (GOAWAY; calls in flight get
-  // `grace`, then are cancelled) and waits until Serve() has returned.
+  // `grace`, then are cancelled) and waits until all have ended and Serve()
+  // has left the listener. May be awaited by several tasks at once: one
+  // drain (the first call's `grace`), and every call returns once it has
+  // ended; a call after that returns at once.
   Task<void> Shutdown(std::chrono::milliseconds grace);
 
  private:

@@ -27,15 +27,28 @@ Server::Server(Loop& loop, std::unique_ptr<TcpListener> listener,
       registry_(std::move(registry)),
       options_(std::move(options)),
       connections_(loop),
-      serve_finished_(loop) {}
+      serve_left_(loop),
+      shutdown_(loop) {}
 
 Server::~Server() = default;
 
 Task<void> Server::Serve() {
-  serving_ = true;
-  while (!drain_grace_) {
+  if (serve_state_ == ServeState::kNotStarted && !shutdown_.started()) {
+    serve_state_ = ServeState::kAccepting;
+    co_await AcceptUntilShutdown();
+    serve_state_ = ServeState::kLeft;
+    serve_left_.Set();
+  }
+  // A teardown under way may still be reading the server: our caller may
+  // destroy it once we return, so we return after the teardown, on what our
+  // join recorded.
+  if (shutdown_.started()) co_await shutdown_.Run([this] { return Teardown(); });
+}
+
+Task<void> Server::AcceptUntilShutdown() {
+  while (!shutdown_.started()) {
     StatusOr<std::unique_ptr<TcpSocket>> socket = co_await listener_->Accept();
-    if (drain_grace_) break;
+    if (shutdown_.started()) break;
     if (!socket.ok()) {
       if (socket.status().code() == StatusCode::kCancelled) break;
       const Status awaited = co_await SleepFor(loop_, kAcceptRetryDelay);
@@ -50,14 +63,12 @@ Task<void> Server::Serve() {
     ++accepted_;
     connections_.Spawn(ServeConnection(std::move(*socket)));
   }
-  if (!drain_grace_) {
+  if (!shutdown_.started()) {
     // Our task was cancelled, not shut down: end every connection now.
     listener_->Close();
     connections_.Cancel();
   }
   co_await connections_.Join();
-  serving_ = false;
-  serve_finished_.Set();
 }
 
 Task<void> Server::ServeConnection(std::unique_ptr<TcpSocket> socket) {
@@ -88,20 +99,23 @@ Task<void> Server::ServeConnection(std::unique_ptr<TcpSocket> socket) {
 }
 
 Task<void> Server::Shutdown(std::chrono::milliseconds grace) {
-  if (!drain_grace_) {
-    drain_grace_ = grace;
-    listener_->Close();
-    for (ServerConnection* connection : live_) connection->Drain(grace);
-  }
-  // Drains end themselves after `grace`; this bounds TLS handshakes still in
-  // progress and peers that stop reading during the final flush.
+  if (!shutdown_.started()) drain_grace_ = grace;
+  co_await shutdown_.Run([this] { return Teardown(); });
+}
+
+Task<void> Server::Teardown() {
+  listener_->Close();
+  for (ServerConnection* connection : live_) connection->Drain(*drain_grace_);
+  // Drains end themselves after the grace time; this bounds TLS handshakes
+  // still in progress and peers that stop reading during the final flush.
   Timer backstop(loop_);
-  backstop.Start(grace + 2 * detail::kCloseLinger, [this] { connections_.Cancel(); });
+  backstop.Start(*drain_grace_ + 2 * detail::kCloseLinger, [this] { connections_.Cancel(); });
   co_await connections_.Join();
-  if (serving_) {
-    // Serve() wakes from its closed listener on a later turn; wait for it.
-    const Status served = co_await serve_finished_.Wait();
-    (void)served;  // CANCELLED only if our own task is: nothing more to wait for
+  // Serve() wakes from its closed listener on a later turn and joins the
+  // connections too; it reads the server until it has left.
+  if (serve_state_ == ServeState::kAccepting) {
+    const Status left = co_await serve_left_.Wait();
+    (void)left;  // the teardown's task is never cancelled
   }
 }
 

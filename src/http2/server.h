@@ -6,6 +6,10 @@
 //   co_await (*server)->Shutdown(std::chrono::seconds(5));  // Serve() then returns
 //
 // Every accepted connection is a ServerConnection in the server's TaskGroup.
+// Serve() runs the accept loop; the one teardown (ShutdownOnce) drains and
+// joins the connections and waits for Serve() to leave the listener. Serve()
+// returns only once that teardown, if started, has ended: whichever of
+// Serve() and Shutdown() returns first, its caller may destroy the server.
 #pragma once
 
 #include <chrono>
@@ -16,6 +20,7 @@
 #include "http2/server_connection.h"
 #include "http2/server_options.h"
 #include "http2/service_registry.h"
+#include "runtime/shutdown_once.h"
 #include "runtime/socket_address.h"
 #include "runtime/tcp_socket.h"
 #include "uxds/loop.h"
@@ -30,7 +35,10 @@ class Server {
   static StatusOr<std::unique_ptr<Server>> Listen(Loop& loop, const SocketAddress& address,
                                                   std::shared_ptr<const ServiceRegistry> registry,
                                                   ServerOptions options = {});
-  // Shutdown() must have completed, or Serve() returned, before this.
+  // Shutdown() or Serve() must have returned before this; the caller it
+  // returned to may destroy the server at once, while other callers are
+  // still queued to resume. Destroying it while the teardown runs
+  // terminates the process.
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
@@ -39,11 +47,16 @@ class Server {
   const SocketAddress& local_address() const { return listener_->local_address(); }
 
   // Accepts and serves connections until Shutdown(); returns when every
-  // connection has ended. Cancelling the awaiting task closes every
-  // connection at once.
+  // connection has ended and a Shutdown() under way has ended too.
+  // Cancelling the awaiting task (with no Shutdown() under way) closes every
+  // connection at once. Await it once: a later call returns once a
+  // Shutdown() under way has ended, or at once.
   Task<void> Serve();
   // Stops accepting, drains every connection (ServerConnection::Drain with
-  // `grace`) and waits until all have closed and Serve() has returned.
+  // `grace`) and waits until all have closed and Serve() has left the
+  // listener. Any number of callers: the first call's `grace` is used, and
+  // every call returns once the one teardown has ended (a call after that
+  // returns at once), even if its own task is cancelled.
   Task<void> Shutdown(std::chrono::milliseconds grace);
 
   size_t connection_count() const { return live_.size(); }
@@ -53,7 +66,10 @@ class Server {
  private:
   Server(Loop& loop, std::unique_ptr<TcpListener> listener,
          std::shared_ptr<const ServiceRegistry> registry, ServerOptions options);
+  Task<void> AcceptUntilShutdown();
   Task<void> ServeConnection(std::unique_ptr<TcpSocket> socket);
+  // The one teardown, in ShutdownOnce's task (never cancelled).
+  Task<void> Teardown();
 
   Loop& loop_;
   std::unique_ptr<TcpListener> listener_;
@@ -63,11 +79,15 @@ class Server {
   std::unordered_set<ServerConnection*> live_;
   size_t accepted_ = 0;  // connections being served, handshakes included
   uint64_t refused_connections_ = 0;
-  std::optional<std::chrono::milliseconds> drain_grace_;  // set by Shutdown()
-  // Serve() is still running: Shutdown() waits for it to leave the listener,
-  // so that the server may be destroyed as soon as Shutdown() returns.
-  bool serving_ = false;
-  Event serve_finished_;
+  std::optional<std::chrono::milliseconds> drain_grace_;  // set by the first Shutdown()
+  enum class ServeState { kNotStarted, kAccepting, kLeft };
+  ServeState serve_state_ = ServeState::kNotStarted;
+  // Set when Serve() has left the listener and joined the connections: the
+  // teardown waits for it, so that no Serve() frame reads the server after
+  // the teardown has ended.
+  Event serve_left_;
+  // Last: destroyed first, it checks that no teardown is still running.
+  ShutdownOnce shutdown_;
 };
 
 }  // namespace uxds::http2
