@@ -66,7 +66,7 @@ Task<Status> StartSession(Loop& loop, std::unique_ptr<ByteStream> transport,
 }  // namespace
 
 ClientConnection::ClientConnection(std::unique_ptr<detail::ClientSession> session)
-    : session_(std::move(session)) {}
+    : session_(std::move(session)), close_(session_->loop()) {}
 
 ClientConnection::~ClientConnection() {
   if (session_ == nullptr) return;
@@ -145,13 +145,17 @@ Task<Status> ClientConnection::Ping(std::chrono::milliseconds timeout) {
 }
 
 Task<void> ClientConnection::Close() {
+  // Returns on what its join recorded: the connection may be gone by then.
+  co_await close_.Run([this] { return CloseAndJoinTasks(); });
+}
+
+Task<void> ClientConnection::CloseAndJoinTasks() {
   session_->BeginClose(
       UnavailableError("connection to " + session_->peer() + " closed by the application"),
       NGHTTP2_NO_ERROR);
+  // Not cancellable here; the linger timer bounds the flush of GOAWAY.
   const Status awaited = co_await session_->closed_event().Wait();
-  if (!awaited.ok()) {
-    session_->CloseNow(CancelledError("close cancelled"));
-  }
+  (void)awaited;
   co_await session_->JoinTasks();
 }
 

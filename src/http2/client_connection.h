@@ -10,7 +10,8 @@
 // Everything runs on the loop the connection was made on. The connection's
 // reader, writer and keepalive tasks live in its own TaskGroup; Close()
 // cancels and joins them. Destroying a connection that is still open closes
-// it in the background (its tasks are then joined by the Loop).
+// it in the background (its tasks are then joined by the Loop); destroying
+// it while a Close() is still running terminates the process.
 #pragma once
 
 #include <chrono>
@@ -23,6 +24,7 @@
 #include "http2/client_connection_options.h"
 #include "http2/metadata.h"
 #include "runtime/byte_stream.h"
+#include "runtime/shutdown_once.h"
 #include "runtime/socket_address.h"
 #include "uxds/loop.h"
 #include "uxds/status.h"
@@ -76,7 +78,11 @@ class ClientConnection {
   // PINGs acknowledged so far (keepalive and Ping()).
   uint64_t pings_acked() const;
   // GOAWAY (NO_ERROR) after pending frames, then close; every open call ends
-  // UNAVAILABLE. Joins the connection's tasks.
+  // UNAVAILABLE. Joins the connection's tasks. Any number of callers: one
+  // close, and every call returns once it has ended (a call after that
+  // returns at once), even if its own task is cancelled; the caller it
+  // returns to may destroy the connection at once. The flush of GOAWAY is
+  // bounded by detail::kCloseLinger.
   Task<void> Close();
 
   // "127.0.0.1:443" style.
@@ -85,7 +91,11 @@ class ClientConnection {
 
  private:
   explicit ClientConnection(std::unique_ptr<detail::ClientSession> session);
+  // The one close, in ShutdownOnce's task (never cancelled).
+  Task<void> CloseAndJoinTasks();
+
   std::unique_ptr<detail::ClientSession> session_;
+  ShutdownOnce close_;
 };
 
 // One request, one response. The response message, or the call's status

@@ -117,5 +117,39 @@ TEST_F(Http2Test, ServerShutdownAndServeAfterTheEndReturnAtOnce) {
   }());
 }
 
+// Close() awaited by two tasks; the first to return destroys the
+// connection while the second is still queued to resume.
+TEST_F(Http2Test, ClientCloseAwaitedTwiceMayBeDestroyedByTheFirstToReturn) {
+  RunWithServer([&]() -> Task<void> {
+    auto conn = co_await Connect();
+    CO_ASSERT_OK(conn);
+    CO_ASSERT_OK(co_await UnaryCall(**conn, "/test.Echo/Unary", "before close"));
+    std::unique_ptr<ClientConnection> owned = *std::move(conn);
+    const TwoTeardownCallers callers = co_await AwaitTeardownTwiceAndDestroy(
+        *loop_, owned, [](ClientConnection& c) { return c.Close(); });
+    EXPECT_TRUE(callers.destroyed_by_first);
+    EXPECT_EQ(callers.returned, 2);
+    EXPECT_EQ(owned, nullptr);
+  });
+}
+
+// A Close() after the end returns at once.
+TEST_F(Http2Test, ClientCloseAfterTheEndReturnsAtOnce) {
+  RunWithServer([&]() -> Task<void> {
+    auto conn = co_await Connect();
+    CO_ASSERT_OK(conn);
+    co_await (*conn)->Close();
+    TaskGroup later(*loop_);
+    bool loop_ran = false;
+    later.Spawn([](bool& ran) -> Task<void> {
+      ran = true;
+      co_return;
+    }(loop_ran));
+    co_await (*conn)->Close();
+    EXPECT_FALSE(loop_ran) << "a Close() after the end waited";
+    co_await later.Join();
+  });
+}
+
 }  // namespace
 }  // namespace uxds::http2::testing
