@@ -22,12 +22,13 @@ ServingListener::ServingListener(Loop& loop, SocketAddress address, ServingListe
       options_(std::move(options)),
       on_bind_status_(std::move(on_bind_status)),
       accept_task_(loop),
-      connections_(loop) {}
+      connections_(loop),
+      shutdown_(loop) {}
 
 ServingListener::~ServingListener() = default;
 
 void ServingListener::Apply(std::shared_ptr<const ServingConfig> config) {
-  if (shutting_down_) return;
+  if (shutdown_.started()) return;
   config_ = std::move(config);
   ++generation_;
   DrainOlderConnections();
@@ -39,7 +40,7 @@ void ServingListener::Apply(std::shared_ptr<const ServingConfig> config) {
 }
 
 void ServingListener::StopServing() {
-  if (shutting_down_) return;
+  if (shutdown_.started()) return;
   config_ = nullptr;
   ++generation_;
   // A36: "'Not serving' requires existing connections to be closed, but
@@ -107,22 +108,29 @@ Task<void> ServingListener::ServeConnection(std::unique_ptr<TcpSocket> socket,
   std::unique_ptr<http2::ServerConnection> connection = http2::ServerConnection::Create(
       loop_, std::move(socket), std::move(registry), options_.connection_options);
   live_.emplace(connection.get(), generation);
-  if (shutting_down_ || generation < generation_) connection->Drain(options_.drain_grace_time);
+  if (shutdown_grace_) {
+    connection->Drain(*shutdown_grace_);
+  } else if (generation < generation_) {
+    connection->Drain(options_.drain_grace_time);
+  }
   co_await connection->Serve();
   live_.erase(connection.get());
 }
 
 Task<void> ServingListener::Shutdown(std::chrono::milliseconds grace) {
-  if (!shutting_down_) {
-    shutting_down_ = true;
-    config_ = nullptr;
-    if (listener_ != nullptr) listener_->Close();
-    accept_task_.Cancel();
-    for (const auto& [connection, generation] : live_) connection->Drain(grace);
-  }
+  if (!shutdown_.started()) shutdown_grace_ = grace;
+  // Returns on what its join recorded: the listener may be gone by then.
+  co_await shutdown_.Run([this] { return Teardown(); });
+}
+
+Task<void> ServingListener::Teardown() {
+  config_ = nullptr;
+  if (listener_ != nullptr) listener_->Close();
+  accept_task_.Cancel();
+  for (const auto& [connection, generation] : live_) connection->Drain(*shutdown_grace_);
   co_await accept_task_.Join();
   Timer backstop(loop_);
-  backstop.Start(grace + kShutdownBackstop, [this] { connections_.Cancel(); });
+  backstop.Start(*shutdown_grace_ + kShutdownBackstop, [this] { connections_.Cancel(); });
   co_await connections_.Join();
 }
 

@@ -17,9 +17,11 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "http2/server_connection.h"
 #include "http2/server_options.h"
+#include "runtime/shutdown_once.h"
 #include "runtime/socket_address.h"
 #include "runtime/tcp_socket.h"
 #include "server/serving_config.h"
@@ -39,7 +41,9 @@ class ServingListener {
   // listens, or the error of each failed bind.
   ServingListener(Loop& loop, SocketAddress address, ServingListenerOptions options,
                   std::function<void(Status)> on_bind_status);
-  // Shutdown() must have completed.
+  // Shutdown() must have returned (to any of its callers: the others may
+  // still be queued to resume). Destroying it while the teardown runs
+  // terminates the process.
   ~ServingListener();
   ServingListener(const ServingListener&) = delete;
   ServingListener& operator=(const ServingListener&) = delete;
@@ -50,7 +54,9 @@ class ServingListener {
   // A36 "not serving": drain every connection; accept and close new ones.
   void StopServing();
   // Closes the listening socket, drains every connection with `grace` and
-  // waits until all have ended.
+  // waits until all have ended. Any number of callers: one teardown (the
+  // first call's `grace`), and every call returns once it has ended (a call
+  // after that returns at once), even if its own task is cancelled.
   Task<void> Shutdown(std::chrono::milliseconds grace);
 
   size_t connection_count() const { return live_.size(); }
@@ -62,6 +68,8 @@ class ServingListener {
                              uint64_t generation);
   // Drains every connection accepted under a generation before `generation_`.
   void DrainOlderConnections();
+  // The one teardown, in ShutdownOnce's task (never cancelled).
+  Task<void> Teardown();
 
   Loop& loop_;
   const SocketAddress address_;
@@ -71,12 +79,14 @@ class ServingListener {
   std::shared_ptr<const ServingConfig> config_;  // null: not serving
   uint64_t generation_ = 0;                      // bumped by Apply / StopServing
   bool started_ = false;
-  bool shutting_down_ = false;
+  std::optional<std::chrono::milliseconds> shutdown_grace_;  // set by the first Shutdown()
   TaskGroup accept_task_;
   TaskGroup connections_;
   size_t accepted_ = 0;
   // Live connections and the generation each was accepted under.
   std::map<http2::ServerConnection*, uint64_t> live_;
+  // Last: destroyed first, it checks that no teardown is still running.
+  ShutdownOnce shutdown_;
 };
 
 }  // namespace uxds::server
