@@ -89,7 +89,9 @@ class XdsServer {
   static StatusOr<std::unique_ptr<XdsServer>> Create(
       std::string_view listening_address, std::shared_ptr<const ServiceRegistry> registry,
       XdsServerOptions options);
-  // Shutdown() must have completed.
+  // Shutdown() must have returned (to any of its callers: the others may
+  // still be queued to resume). Destroying it while the teardown runs
+  // terminates the process.
   ~XdsServer();
   XdsServer(const XdsServer&) = delete;
   XdsServer& operator=(const XdsServer&) = delete;
@@ -98,7 +100,10 @@ class XdsServer {
   // the serving-status callback tells why the server is not serving yet.
   void Start();
   // Stops watching, closes the listening socket, drains every connection
-  // (calls in flight get `grace`), and waits until all have ended.
+  // (calls in flight get `grace`), and waits until all have ended. May be
+  // awaited by several tasks at once: one teardown (the first call's
+  // `grace`), and every call returns once it has ended, even if its own
+  // task is cancelled; a call after that returns at once.
   Task<void> Shutdown(std::chrono::milliseconds grace = std::chrono::milliseconds(0));
 
   // "IP:port" as the Listener name and the address check use it.

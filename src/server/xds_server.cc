@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "http2/service_registry.h"
+#include "runtime/shutdown_once.h"
 #include "runtime/socket_address.h"
 #include "server/server_config_watcher.h"
 #include "server/serving_listener.h"
@@ -11,8 +12,27 @@
 
 namespace uxds {
 
+namespace {
+
+// On the serving loop: the listener's teardown, then the listener itself
+// (its Shutdown() has returned, so it may go at once), then word to the
+// control thread.
+Task<void> ShutdownListener(std::unique_ptr<server::ServingListener> listener,
+                            std::chrono::milliseconds grace, Loop* control,
+                            std::shared_ptr<Event> done) {
+  co_await listener->Shutdown(grace);
+  listener.reset();
+  control->Post([done] { done->Set(); });
+}
+
+}  // namespace
+
 struct XdsServer::Impl {
-  explicit Impl(Loop& control) : control_loop(control) {}
+  explicit Impl(Loop& control) : control_loop(control), shutdown(control) {}
+  // The one teardown, in `shutdown`'s task on the control loop (never
+  // cancelled).
+  Task<void> Teardown(std::chrono::milliseconds grace);
+
   Loop& control_loop;
   SocketAddress address;
   std::string listening_address;
@@ -28,7 +48,8 @@ struct XdsServer::Impl {
   std::shared_ptr<server::ServingStatusReporter> reporter;
   std::unique_ptr<server::ServerConfigWatcher> watcher;
   bool started = false;
-  bool shut_down = false;
+  // Last: destroyed first, it checks that no teardown is still running.
+  ShutdownOnce shutdown;
 };
 
 StatusOr<std::unique_ptr<XdsServer>> XdsServer::Create(
@@ -96,7 +117,7 @@ XdsServer::~XdsServer() {
 }
 
 void XdsServer::Start() {
-  if (impl_->started || impl_->shut_down) return;
+  if (impl_->started || impl_->shutdown.started()) return;
   impl_->started = true;
   Impl& impl = *impl_;
   Loop* serving = &impl.serving_thread->loop();
@@ -136,31 +157,27 @@ void XdsServer::Start() {
 }
 
 Task<void> XdsServer::Shutdown(std::chrono::milliseconds grace) {
-  if (impl_->shut_down) co_return;
-  impl_->shut_down = true;
-  impl_->watcher.reset();
-  impl_->reporter->Close();
-  // The listener shuts down on its own loop, is destroyed there once its
-  // tasks are done, and the control thread hears of it through an Event.
-  auto done = std::make_shared<Event>(impl_->control_loop);
-  Loop* control = &impl_->control_loop;
-  Loop* serving = &impl_->serving_thread->loop();
-  server::ServingListener* listener = impl_->listener.release();
-  serving->Post([serving, control, listener, grace, done] {
-    auto run = [](Loop* serving, Loop* control, server::ServingListener* listener,
-                  std::chrono::milliseconds grace, std::shared_ptr<Event> done) -> Task<void> {
-      co_await listener->Shutdown(grace);
-      // Destroyed from a posted function, once this coroutine has finished.
-      serving->Post([listener, control, done] {
-        delete listener;
-        control->Post([done] { done->Set(); });
-      });
-    };
-    serving->Spawn(run(serving, control, listener, grace, done));
+  Impl* impl = impl_.get();
+  // Returns on what its join recorded: the server may be gone by then.
+  co_await impl->shutdown.Run([impl, grace] { return impl->Teardown(grace); });
+}
+
+Task<void> XdsServer::Impl::Teardown(std::chrono::milliseconds grace) {
+  watcher.reset();
+  reporter->Close();
+  // The listener shuts down on its own loop and is destroyed there; the
+  // control thread hears of it through an Event.
+  auto done = std::make_shared<Event>(control_loop);
+  Loop* control = &control_loop;
+  Loop* serving = &serving_thread->loop();
+  server::ServingListener* released = listener.release();
+  serving->Post([serving, control, released, grace, done] {
+    serving->Spawn(
+        ShutdownListener(std::unique_ptr<server::ServingListener>(released), grace, control, done));
   });
   const Status waited = co_await done->Wait();
-  (void)waited;
-  impl_->client.reset();
+  (void)waited;  // the teardown's task is never cancelled
+  client.reset();
 }
 
 const std::string& XdsServer::listening_address() const { return impl_->listening_address; }

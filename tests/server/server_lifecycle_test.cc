@@ -4,6 +4,7 @@
 // owner right there, while the other is still queued to resume.
 #include <gtest/gtest.h>
 
+#include <future>
 #include <memory>
 
 #include "http2/client_connection.h"
@@ -140,6 +141,70 @@ TEST_F(ServingListenerLifecycleTest, CancelledShutdownCallersWaitForTheDrain) {
     }
     if (connection.ok()) co_await (*connection)->Close();
   }());
+}
+
+ServerListenerSpec OneChain(const std::string& name, uint16_t port) {
+  return Listener(name, "127.0.0.1", port, {Chain("only")});
+}
+
+// Runs AwaitTeardownTwiceAndDestroy on the server's Shutdown() on the
+// control thread; what the callers saw, or nullopt if they did not both
+// return.
+std::optional<TwoTeardownCallers> ShutdownTwiceAndDestroy(LoopThread& control,
+                                                          std::unique_ptr<XdsServer>& server,
+                                                          TeardownCallers how) {
+  auto result = std::make_shared<std::promise<TwoTeardownCallers>>();
+  std::future<TwoTeardownCallers> returned = result->get_future();
+  control.RunSync([&] {
+    control.loop().Spawn([](Loop& loop, std::unique_ptr<XdsServer>& server, TeardownCallers how,
+                            std::shared_ptr<std::promise<TwoTeardownCallers>> out) -> Task<void> {
+      out->set_value(co_await AwaitTeardownTwiceAndDestroy(
+          loop, server, [](XdsServer& s) { return s.Shutdown(milliseconds(20)); }, how));
+    }(control.loop(), server, how, result));
+  });
+  if (returned.wait_for(std::chrono::seconds(20)) != std::future_status::ready) return std::nullopt;
+  return returned.get();
+}
+
+// A connection is open; both callers return only once the one teardown has
+// ended, and the first to return destroys the server (its serving thread
+// with it) while the second is still queued.
+TEST_F(XdsServerTest, ShutdownAwaitedTwiceMayBeDestroyedByTheFirstToReturn) {
+  const std::string address = "127.0.0.1:" + std::to_string(port_);
+  StartServer(address);
+  SetListener(OneChain(ListenerNameFor(address), port_), "1");
+  ASSERT_TRUE(WaitForServing().has_value());
+  auto connection = client_loop_->BlockOn(
+      [](Loop& loop,
+         SocketAddress address) -> Task<StatusOr<std::unique_ptr<http2::ClientConnection>>> {
+        co_return co_await http2::ClientConnection::Connect(loop, address,
+                                                            http2::ClientConnectionOptions());
+      }(*client_loop_, *SocketAddress::FromIpAndPort("127.0.0.1", port_)));
+  ASSERT_TRUE(connection.ok()) << connection.status().ToString();
+
+  const std::optional<TwoTeardownCallers> callers =
+      ShutdownTwiceAndDestroy(*control_, server_, TeardownCallers::kRunning);
+  ASSERT_TRUE(callers.has_value()) << "a Shutdown() caller did not return";
+  EXPECT_TRUE(callers->destroyed_by_first);
+  EXPECT_EQ(callers->returned, 2);
+  control_->RunSync([&] { EXPECT_EQ(server_, nullptr); });
+  client_loop_->BlockOn((*connection)->Close());
+}
+
+// Cancelled callers do not cut the teardown short: when they return, the
+// listener has shut down on the serving loop, and the server may go.
+TEST_F(XdsServerTest, CancelledShutdownCallersReturnOnlyOnceTheTeardownHasEnded) {
+  const std::string address = "127.0.0.1:" + std::to_string(port_);
+  StartServer(address);
+  SetListener(OneChain(ListenerNameFor(address), port_), "1");
+  ASSERT_TRUE(WaitForServing().has_value());
+
+  const std::optional<TwoTeardownCallers> callers =
+      ShutdownTwiceAndDestroy(*control_, server_, TeardownCallers::kCancelled);
+  ASSERT_TRUE(callers.has_value()) << "a Shutdown() caller did not return";
+  EXPECT_TRUE(callers->destroyed_by_first);
+  EXPECT_EQ(callers->returned, 2);
+  control_->RunSync([&] { EXPECT_EQ(server_, nullptr); });
 }
 
 }  // namespace
