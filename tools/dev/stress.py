@@ -43,6 +43,8 @@ def run_once(test, backend, index, extra_args, timeout, log_dir):
         rc, output = done.returncode, done.stdout
     except subprocess.TimeoutExpired as e:
         rc, output = 'timeout', (e.stdout or b'') + f'\n[stress: timed out after {timeout} s]\n'.encode()
+    except OSError as e:  # the binary being rebuilt meanwhile, say
+        rc, output = 'not started', f'[stress: {e}]\n'.encode()
     if rc == 0:
         return None
     path = os.path.join(log_dir, f'{test["name"]}-{backend}-{index}.log')
