@@ -3,8 +3,8 @@
 // (cancellation, short writes, peer resets, accept fairness, descriptor
 // reuse), the epoll connect's deadline, and how a backend is chosen and
 // reported.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
