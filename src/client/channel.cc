@@ -516,36 +516,100 @@ std::optional<Loop::Clock::time_point> DeadlineOf(const CallOptions& options) {
 
 }  // namespace
 
+// A6 transparent retry: an attempt the server application cannot have seen
+// is started again through a new pick, within the call's deadline and
+// without backoff. One that never left this client (the connection had
+// received GOAWAY or closed, or closed before the stream's HEADERS were
+// written) any number of times: each such attempt waits for I/O or for a
+// new pick, so this cannot spin. One the server's HTTP/2 layer refused
+// (REFUSED_STREAM, or above a GOAWAY's last stream id) once per call, as
+// gRPC does.
+namespace {
+
+constexpr int kMaxRefusedAttemptRetries = 1;
+
+// Whether a failed attempt that got as far as `delivery` is started again;
+// counts the retries of refused attempts in `refused_retries`.
+bool RetryTransparently(http2::ClientCall::Delivery delivery, int& refused_retries,
+                        std::optional<Loop::Clock::time_point> deadline) {
+  using Delivery = http2::ClientCall::Delivery;
+  if (deadline.has_value() && Loop::Clock::now() >= *deadline) return false;
+  if (delivery == Delivery::kNotSent) return true;
+  if (delivery == Delivery::kRefused && refused_retries < kMaxRefusedAttemptRetries) {
+    ++refused_retries;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 Task<StatusOr<UnaryResponse>> Channel::UnaryCall(std::string method, std::string request,
                                                  CallOptions options) {
   const std::optional<Loop::Clock::time_point> deadline = DeadlineOf(options);
-  StatusOr<Impl::PickedEndpoint> picked = co_await impl_->PickForCall(method, options, deadline);
-  if (!picked.ok()) co_return picked.status();
-  http2::Metadata metadata(options.metadata.begin(), options.metadata.end());
-  StatusOr<std::string> response =
-      co_await http2::UnaryCall(*picked->connection, method, request, metadata, deadline);
-  CallFinished(picked->call_end, response.ok());
-  if (!response.ok()) co_return response.status();
-  co_return UnaryResponse{*std::move(response), std::move(picked->peer)};
+  const http2::Metadata metadata(options.metadata.begin(), options.metadata.end());
+  int refused_retries = 0;
+  Status failure;
+  while (true) {
+    StatusOr<Impl::PickedEndpoint> picked = co_await impl_->PickForCall(method, options, deadline);
+    if (!picked.ok()) {
+      failure = picked.status();
+      break;
+    }
+    // The request stays here: a refused attempt is replayed from it.
+    http2::ClientCall::Delivery delivery = http2::ClientCall::Delivery::kMaybeProcessed;
+    StatusOr<std::string> response = co_await http2::UnaryCall(*picked->connection, method, request,
+                                                               metadata, deadline, &delivery);
+    if (response.ok()) {
+      CallFinished(picked->call_end, true);
+      co_return UnaryResponse{*std::move(response), std::move(picked->peer)};
+    }
+    if (RetryTransparently(delivery, refused_retries, deadline)) {
+      // The attempt reached no backend's application: no call to count.
+      CallNotStarted(picked->call_end);
+      continue;
+    }
+    CallFinished(picked->call_end, false);
+    failure = response.status();
+    break;
+  }
+  // A call that fails at once still lets the loop turn: a caller that calls
+  // again at once in a loop must not starve the tasks (a subchannel's
+  // reconnection, its backoff timer) that would let calls succeed again.
+  co_await impl_->loop.Yield();
+  co_return failure;
 }
 
 Task<StatusOr<std::unique_ptr<ClientStream>>> Channel::StartStream(std::string method,
                                                                    CallOptions options) {
   const std::optional<Loop::Clock::time_point> deadline = DeadlineOf(options);
-  StatusOr<Impl::PickedEndpoint> picked = co_await impl_->PickForCall(method, options, deadline);
-  if (!picked.ok()) co_return picked.status();
-  http2::Metadata metadata(options.metadata.begin(), options.metadata.end());
-  std::unique_ptr<http2::ClientCall> call =
-      picked->connection->StartCall(std::move(method), metadata, deadline);
-  auto impl = std::make_unique<ClientStream::Impl>();
-  impl->pool = std::move(picked->pool);
-  impl->subchannel = std::move(picked->subchannel);
-  impl->call_end = picked->call_end;
-  impl->counter = std::move(picked->counter);
-  impl->locality_stats = std::move(picked->locality_stats);
-  impl->peer = std::move(picked->peer);
-  impl->call = std::move(call);
-  co_return std::make_unique<ClientStream>(std::move(impl));
+  const http2::Metadata metadata(options.metadata.begin(), options.metadata.end());
+  int refused_retries = 0;
+  while (true) {
+    StatusOr<Impl::PickedEndpoint> picked = co_await impl_->PickForCall(method, options, deadline);
+    if (!picked.ok()) {
+      co_await impl_->loop.Yield();  // as UnaryCall's failures
+      co_return picked.status();
+    }
+    std::unique_ptr<http2::ClientCall> call =
+        picked->connection->StartCall(method, metadata, deadline);
+    // A6: a stream that could not start on the picked connection is picked
+    // again. Once returned, the stream's messages are the application's to
+    // send, and a refused stream fails UNAVAILABLE (not replayed).
+    if (call->finished() && RetryTransparently(call->delivery(), refused_retries, deadline)) {
+      CallNotStarted(picked->call_end);
+      continue;
+    }
+    auto impl = std::make_unique<ClientStream::Impl>();
+    impl->pool = std::move(picked->pool);
+    impl->subchannel = std::move(picked->subchannel);
+    impl->call_end = picked->call_end;
+    impl->counter = std::move(picked->counter);
+    impl->locality_stats = std::move(picked->locality_stats);
+    impl->peer = std::move(picked->peer);
+    impl->call = std::move(call);
+    co_return std::make_unique<ClientStream>(std::move(impl));
+  }
 }
 
 }  // namespace uxds

@@ -31,15 +31,19 @@ void ClientCall::Detach() {
   ForgetSession();
 }
 
-void ClientCall::FailBeforeStart(Status status) {
+void ClientCall::FailBeforeStart(Status status, Delivery delivery) {
   stream_closed_ = true;
   client_session_ = nullptr;
   ForgetSession();
+  delivery_ = delivery;
   Complete(std::move(status));
 }
 
-void ClientCall::OnRequestRefused(Status status) {
-  if (!finished_) Complete(std::move(status));
+void ClientCall::OnRequestRefused(Status status, Delivery delivery) {
+  if (!finished_) {
+    delivery_ = delivery;
+    Complete(std::move(status));
+  }
   DiscardReceived();
   Detach();
   stream_closed_ = true;
@@ -266,6 +270,13 @@ void ClientCall::OnReceiveError(Status status) {
 
 void ClientCall::OnStreamClose(uint32_t error_code) {
   if (!finished_) {
+    // A6: REFUSED_STREAM (sent by the server, or nghttp2's own for a stream
+    // above a GOAWAY's last stream id) means no application saw the call;
+    // only before any of a response arrived.
+    if (error_code == NGHTTP2_REFUSED_STREAM && http_status_ == 0 && !response_headers_received_ &&
+        !has_received_message()) {
+      delivery_ = Delivery::kRefused;
+    }
     Status status = StatusFromRstStream(error_code);
     // PROTOCOL-HTTP2 "Client Cancellation": a server's CANCEL after our
     // deadline is our DEADLINE_EXCEEDED.
@@ -279,6 +290,10 @@ void ClientCall::OnStreamClose(uint32_t error_code) {
 }
 
 void ClientCall::OnSessionClosed(const Status& reason) {
+  OnSessionClosedWith(reason, Delivery::kMaybeProcessed);
+}
+
+void ClientCall::OnSessionClosedWith(const Status& reason, Delivery delivery) {
   // The session forgets us itself; nghttp2 must not reach us after this
   // (the call may be destroyed while the session flushes its GOAWAY).
   DetachFromNghttp2();
@@ -286,6 +301,7 @@ void ClientCall::OnSessionClosed(const Status& reason) {
   ForgetSession();
   stream_closed_ = true;
   if (!finished_) {
+    if (http_status_ == 0 && !response_headers_received_) delivery_ = delivery;
     // PROTOCOL-HTTP2: a connection failure ends a client's calls UNAVAILABLE.
     Complete(UnavailableError(reason.message()));
     DiscardReceived();

@@ -29,6 +29,22 @@ class ClientSession;
 
 class ClientCall final : private detail::Http2Stream {
  public:
+  // How far a call that failed got, for gRPC's transparent retry (A6): a
+  // call the server application cannot have seen may be started again.
+  enum class Delivery {
+    // The request may have reached the server application (or the call
+    // has not failed).
+    kMaybeProcessed,
+    // The request never left this client: the connection was unusable
+    // (GOAWAY received, closed) when the call started, or closed or
+    // refused the stream before its HEADERS were written.
+    kNotSent,
+    // The server's HTTP/2 layer saw the stream and refused it before its
+    // application did: RST_STREAM REFUSED_STREAM, or a stream id above a
+    // GOAWAY's last stream id. Nothing of a response arrived.
+    kRefused,
+  };
+
   ~ClientCall() override;
 
   // Sends one message. Returns once the message is queued and the stream's
@@ -70,6 +86,9 @@ class ClientCall final : private detail::Http2Stream {
   const Metadata& trailing_metadata() const { return trailing_metadata_; }
   const std::string& path() const { return path_; }
   std::optional<Loop::Clock::time_point> deadline() const { return deadline_; }
+  // Once finished with an error: whether the server application can have
+  // seen the call.
+  Delivery delivery() const { return delivery_; }
 
  private:
   friend class detail::ClientSession;
@@ -78,10 +97,14 @@ class ClientCall final : private detail::Http2Stream {
              std::optional<Loop::Clock::time_point> deadline, size_t max_receive_message_size,
              size_t max_metadata_size);
 
-  // Ends the call before any stream was opened.
-  void FailBeforeStart(Status status);
+  // Ends the call before any stream was opened; `delivery` says whether it
+  // may be started elsewhere (kNotSent) or not (kMaybeProcessed: e.g. its
+  // metadata is invalid, its deadline passed).
+  void FailBeforeStart(Status status, Delivery delivery = Delivery::kMaybeProcessed);
   // nghttp2 dropped the request before its HEADERS went out.
-  void OnRequestRefused(Status status);
+  void OnRequestRefused(Status status, Delivery delivery);
+  // The connection closed; `delivery` is how far the call's stream got.
+  void OnSessionClosedWith(const Status& reason, Delivery delivery);
   void StartDeadlineTimer();
   // Local failure: final status, queued messages dropped, RST_STREAM.
   void Fail(Status status, uint32_t rst_error_code);
@@ -106,6 +129,7 @@ class ClientCall final : private detail::Http2Stream {
   std::unique_ptr<Timer> deadline_timer_;
   bool finished_ = false;
   Status status_;
+  Delivery delivery_ = Delivery::kMaybeProcessed;
   bool writes_done_ = false;
 
   // Response headers as they arrive.

@@ -161,7 +161,8 @@ Task<void> ClientConnection::CloseAndJoinTasks() {
 
 Task<StatusOr<std::string>> UnaryCall(ClientConnection& connection, std::string path,
                                       std::string_view request, const Metadata& metadata,
-                                      std::optional<Loop::Clock::time_point> deadline) {
+                                      std::optional<Loop::Clock::time_point> deadline,
+                                      ClientCall::Delivery* delivery) {
   std::unique_ptr<ClientCall> call = connection.StartCall(std::move(path), metadata, deadline);
   const Status written = co_await call->Write(request);
   if (written.ok()) (void)co_await call->WritesDone();
@@ -169,6 +170,7 @@ Task<StatusOr<std::string>> UnaryCall(ClientConnection& connection, std::string 
   std::optional<std::string> extra;
   if (response) extra = co_await call->Read();
   Status status = co_await call->Finish();
+  if (delivery != nullptr) *delivery = call->delivery();
   if (!status.ok()) co_return status;
   if (!response) co_return InternalError("unary call to " + call->path() + " returned no message");
   if (extra) {

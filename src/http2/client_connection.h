@@ -100,9 +100,11 @@ class ClientConnection {
 
 // One request, one response. The response message, or the call's status
 // when that is not OK (INTERNAL when an OK call returned no message or more
-// than one).
+// than one). When `delivery` is set, it receives how far a failed call got
+// (ClientCall::delivery(): whether it may be started elsewhere).
 Task<StatusOr<std::string>> UnaryCall(
     ClientConnection& connection, std::string path, std::string_view request,
-    const Metadata& metadata = {}, std::optional<Loop::Clock::time_point> deadline = std::nullopt);
+    const Metadata& metadata = {}, std::optional<Loop::Clock::time_point> deadline = std::nullopt,
+    ClientCall::Delivery* delivery = nullptr);
 
 }  // namespace uxds::http2

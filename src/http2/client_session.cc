@@ -12,6 +12,8 @@
 namespace uxds::http2::detail {
 namespace {
 
+using Delivery = ClientCall::Delivery;
+
 nghttp2_nv HeaderField(std::string_view name, std::string_view value) {
   nghttp2_nv nv;
   nv.name = reinterpret_cast<uint8_t*>(const_cast<char*>(name.data()));
@@ -55,9 +57,12 @@ std::unique_ptr<ClientCall> ClientSession::StartCall(
                                                   client_options_.max_receive_message_size,
                                                   client_options_.max_metadata_size));
   if (!usable()) {
-    call->FailBeforeStart(UnavailableError(
-        closing() ? "connection to " + peer() + " is closed: " + close_reason().message()
-                  : "connection to " + peer() + " received GOAWAY; start the call elsewhere"));
+    // A6: the call never left this client; the channel starts it elsewhere.
+    call->FailBeforeStart(
+        UnavailableError(
+            closing() ? "connection to " + peer() + " is closed: " + close_reason().message()
+                      : "connection to " + peer() + " received GOAWAY; start the call elsewhere"),
+        Delivery::kNotSent);
     return call;
   }
   if (Status valid = ValidateMetadataToSend(metadata); !valid.ok()) {
@@ -104,6 +109,8 @@ std::unique_ptr<ClientCall> ClientSession::StartCall(
   const int32_t stream_id =
       nghttp2_submit_request(nghttp2(), nullptr, headers.data(), headers.size(), &provider, stream);
   if (stream_id < 0) {
+    // E.g. the stream ids are used up. Nothing was sent, but the connection
+    // stays as it is, so a new pick could find it again: not retried.
     call->FailBeforeStart(UnavailableError("cannot start a stream on the connection to " + peer() +
                                            ": " + nghttp2_strerror(stream_id)));
     return call;
@@ -120,7 +127,19 @@ void ClientSession::ForgetCall(int32_t stream_id) { calls_.erase(stream_id); }
 void ClientSession::FailAllStreams(const Status& reason) {
   std::unordered_map<int32_t, ClientCall*> calls;
   calls.swap(calls_);
-  for (auto& [id, call] : calls) call->OnSessionClosed(reason);
+  for (auto& [id, call] : calls) call->OnSessionClosedWith(reason, DeliveryAtClose(id));
+}
+
+// A6: how far a stream got when its connection closed. nghttp2 opens a
+// request's stream only as it serializes the HEADERS, so a stream it does
+// not know was never written; one above a GOAWAY's last stream id was not
+// processed by the server.
+ClientCall::Delivery ClientSession::DeliveryAtClose(int32_t stream_id) const {
+  if (nghttp2() == nullptr || nghttp2_session_find_stream(nghttp2(), stream_id) == nullptr) {
+    return Delivery::kNotSent;
+  }
+  if (goaway_received() && stream_id > goaway_last_stream_id()) return Delivery::kRefused;
+  return Delivery::kMaybeProcessed;
 }
 
 void ClientSession::OnRequestNotSent(int32_t stream_id, int lib_error_code) {
@@ -128,9 +147,10 @@ void ClientSession::OnRequestNotSent(int32_t stream_id, int lib_error_code) {
   if (it == calls_.end()) return;
   ClientCall* call = it->second;
   // Typically NGHTTP2_ERR_START_STREAM_NOT_ALLOWED after a GOAWAY: the server
-  // never saw the call, so it may be retried elsewhere.
+  // never saw the call, so it may be retried elsewhere (A6).
   call->OnRequestRefused(UnavailableError("call to " + call->path() + " was not sent to " + peer() +
-                                          ": " + nghttp2_strerror(lib_error_code)));
+                                          ": " + nghttp2_strerror(lib_error_code)),
+                         Delivery::kNotSent);
 }
 
 }  // namespace uxds::http2::detail

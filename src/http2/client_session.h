@@ -7,13 +7,10 @@
 #include <string>
 #include <unordered_map>
 
+#include "http2/client_call.h"
 #include "http2/client_connection_options.h"
 #include "http2/http2_session.h"
 #include "http2/metadata.h"
-
-namespace uxds::http2 {
-class ClientCall;
-}
 
 namespace uxds::http2::detail {
 
@@ -35,6 +32,8 @@ class ClientSession final : public Http2Session {
   void OnRequestNotSent(int32_t stream_id, int lib_error_code) override;
 
  private:
+  ClientCall::Delivery DeliveryAtClose(int32_t stream_id) const;
+
   const ClientConnectionOptions client_options_;
   const std::string scheme_;
   const std::string user_agent_;

@@ -65,8 +65,14 @@ class Subchannel {
   // Wakes the control loop only for the first request of a batch.
   void RequestConnectionFromAnyThread();
 
-  // Control thread: the connection while READY, else nullptr.
-  http2::ClientConnection* connection() const { return connection_.get(); }
+  // Control thread: the connection while READY and usable, else nullptr.
+  // A connection that received GOAWAY (or closed) takes no new call from
+  // the moment it did, before this subchannel's task has replaced it: a
+  // pick then waits for the subchannel's next state (A6: a call must not
+  // be started on a connection that will refuse it).
+  http2::ClientConnection* connection() const {
+    return connection_ != nullptr && connection_->usable() ? connection_.get() : nullptr;
+  }
 
   // Control thread.
   int AddWatcher(Watcher watcher);

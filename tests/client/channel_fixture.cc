@@ -42,14 +42,15 @@ void ChannelFixture::ServeBackend(int index, uint16_t port) {
   });
 }
 
-void ChannelFixture::StopBackend(int index) {
+void ChannelFixture::StopBackend(int index, milliseconds grace) {
   std::promise<void> stopped;
   backends_->RunSync([&] {
-    auto stop = [](http2::Server* server, std::promise<void>* done) -> Task<void> {
-      co_await server->Shutdown(milliseconds(0));
+    auto stop = [](http2::Server* server, milliseconds grace,
+                   std::promise<void>* done) -> Task<void> {
+      co_await server->Shutdown(grace);
       done->set_value();
     };
-    backends_->loop().Spawn(stop(servers_[index].get(), &stopped));
+    backends_->loop().Spawn(stop(servers_[index].get(), grace, &stopped));
   });
   stopped.get_future().wait();
   backends_->RunSync([&] { servers_[index].reset(); });

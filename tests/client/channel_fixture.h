@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <functional>
 #include <future>
 #include <map>
@@ -52,8 +53,9 @@ class ChannelFixture : public ::testing::Test {
   std::map<std::string, int> CountCalls(const std::string& method, int count,
                                         CallOptions options = {});
 
-  // Stops backend i (its connections close) / serves again on its port.
-  void StopBackend(int index);
+  // Stops backend i (its connections drain for `grace`, then close) /
+  // serves again on its port.
+  void StopBackend(int index, std::chrono::milliseconds grace = std::chrono::milliseconds(0));
   void RestartBackend(int index);
 
   std::unique_ptr<FakeControlPlane> cp_;

@@ -331,5 +331,32 @@ TEST_F(Http2Test, CallsDestroyedBeforeTheirHeadersGoOutAreHarmless) {
   });
 }
 
+// A6: a call whose connection closes before its HEADERS were written never
+// left the client (it waited for MAX_CONCURRENT_STREAMS here); the call the
+// server holds may have been processed.
+TEST_F(Http2Test, CallClosedBeforeItsHeadersWereWrittenIsNotSent) {
+  ServerOptions options;
+  options.max_concurrent_streams = 1;
+  RunWithServer(
+      [&]() -> Task<void> {
+        auto conn = co_await Connect();
+        CO_ASSERT_OK(conn);
+        std::unique_ptr<ClientCall> held = (*conn)->StartCall("/test.Echo/Hold");
+        CO_ASSERT_TRUE(co_await WaitUntil(*loop_, [&] { return probe_->handlers_started == 1; }));
+        std::unique_ptr<ClientCall> queued = (*conn)->StartCall("/test.Echo/Unary");
+        co_await loop_->Yield();
+        EXPECT_FALSE(queued->finished());
+        co_await (*conn)->Close();
+        const Status held_status = co_await held->Finish();
+        EXPECT_EQ(held_status.code(), StatusCode::kUnavailable);
+        EXPECT_EQ(held->delivery(), ClientCall::Delivery::kMaybeProcessed);
+        const Status queued_status = co_await queued->Finish();
+        EXPECT_EQ(queued_status.code(), StatusCode::kUnavailable) << queued_status.ToString();
+        EXPECT_EQ(queued->delivery(), ClientCall::Delivery::kNotSent);
+        EXPECT_EQ(probe_->handlers_started, 1);
+      },
+      options);
+}
+
 }  // namespace
 }  // namespace uxds::http2::testing

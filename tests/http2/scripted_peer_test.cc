@@ -137,8 +137,10 @@ std::string Framed(std::string_view message) {
   return out;
 }
 
-// One unary call from our client to a ScriptedServer following `script`.
-Status CallScripted(Loop& loop, Script script, ClientConnectionOptions options = {}) {
+// One unary call from our client to a ScriptedServer following `script`;
+// `delivery`, when set, receives how far a failed call got.
+Status CallScripted(Loop& loop, Script script, ClientConnectionOptions options = {},
+                    ClientCall::Delivery* delivery = nullptr, const Metadata& metadata = {}) {
   auto listener = TcpListener::Bind(loop, SocketAddress::Loopback4(0));
   EXPECT_TRUE(listener.ok());
   if (!listener.ok()) return listener.status();
@@ -156,8 +158,8 @@ Status CallScripted(Loop& loop, Script script, ClientConnectionOptions options =
       auto conn = co_await ClientConnection::Connect(loop, (*listener)->local_address(), options);
       CO_ASSERT_OK(conn);
       const auto deadline = Loop::Clock::now() + std::chrono::seconds(10);
-      StatusOr<std::string> response =
-          co_await UnaryCall(**conn, "/scripted.Service/Call", "request", {}, deadline);
+      StatusOr<std::string> response = co_await UnaryCall(**conn, "/scripted.Service/Call",
+                                                          "request", metadata, deadline, delivery);
       result = response.status();
       co_await (*conn)->Close();
     });
@@ -300,6 +302,75 @@ TEST_F(ScriptedPeerTest, OversizeResponseMetadataIsResourceExhausted) {
   options.max_metadata_size = 2048;
   const Status status = CallScripted(*loop_, TrailersOnly(fields), options);
   EXPECT_EQ(status.code(), StatusCode::kResourceExhausted) << status.ToString();
+}
+
+// A6 transparent retry: which failures mean the server application never
+// saw the call.
+TEST_F(ScriptedPeerTest, RefusedStreamIsRefusedDelivery) {
+  Script script;
+  script.rst_stream = NGHTTP2_REFUSED_STREAM;
+  ClientCall::Delivery delivery = ClientCall::Delivery::kMaybeProcessed;
+  const Status status = CallScripted(*loop_, script, {}, &delivery);
+  EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status.ToString();
+  EXPECT_EQ(delivery, ClientCall::Delivery::kRefused);
+}
+
+TEST_F(ScriptedPeerTest, StreamAboveGoAwayLastStreamIdIsRefusedDelivery) {
+  Script script;
+  script.goaway_last_stream_id = 0;
+  ClientCall::Delivery delivery = ClientCall::Delivery::kMaybeProcessed;
+  const Status status = CallScripted(*loop_, script, {}, &delivery);
+  EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status.ToString();
+  EXPECT_EQ(delivery, ClientCall::Delivery::kRefused);
+}
+
+TEST_F(ScriptedPeerTest, OtherFailuresMayHaveBeenProcessed) {
+  Script cancelled;
+  cancelled.rst_stream = NGHTTP2_CANCEL;
+  ClientCall::Delivery delivery = ClientCall::Delivery::kNotSent;
+  EXPECT_EQ(CallScripted(*loop_, cancelled, {}, &delivery).code(), StatusCode::kCancelled);
+  EXPECT_EQ(delivery, ClientCall::Delivery::kMaybeProcessed);
+
+  Fields unavailable = kGrpcHeaders;
+  unavailable.emplace_back("grpc-status", "14");
+  delivery = ClientCall::Delivery::kNotSent;
+  EXPECT_EQ(CallScripted(*loop_, TrailersOnly(unavailable), {}, &delivery).code(),
+            StatusCode::kUnavailable);
+  EXPECT_EQ(delivery, ClientCall::Delivery::kMaybeProcessed);
+}
+
+// A call started on a connection that received GOAWAY never leaves the
+// client.
+TEST_F(ScriptedPeerTest, CallOnAConnectionThatReceivedGoAwayIsNotSent) {
+  auto listener = TcpListener::Bind(*loop_, SocketAddress::Loopback4(0));
+  ASSERT_TRUE(listener.ok());
+  loop_->BlockOn([&]() -> Task<void> {
+    TaskGroup group(*loop_);
+    group.Spawn([](TcpListener& listener) -> Task<void> {
+      StatusOr<std::unique_ptr<TcpSocket>> socket = co_await listener.Accept();
+      if (!socket.ok()) co_return;
+      Script script;
+      script.goaway_last_stream_id = 0;
+      ScriptedServer server(std::move(script));
+      co_await server.Serve(**socket);
+    }(**listener));
+    co_await RunChecksThenJoin(group, [&]() -> Task<void> {
+      ClientConnectionOptions options;
+      options.connect_timeout = milliseconds(5000);
+      auto conn = co_await ClientConnection::Connect(*loop_, (*listener)->local_address(), options);
+      CO_ASSERT_OK(conn);
+      const auto deadline = Loop::Clock::now() + std::chrono::seconds(10);
+      StatusOr<std::string> first =
+          co_await UnaryCall(**conn, "/scripted.Service/Call", "request", {}, deadline);
+      EXPECT_EQ(first.status().code(), StatusCode::kUnavailable);
+      EXPECT_FALSE((*conn)->usable());
+      std::unique_ptr<ClientCall> after_goaway = (*conn)->StartCall("/scripted.Service/Call");
+      EXPECT_TRUE(after_goaway->finished());
+      EXPECT_EQ(after_goaway->status().code(), StatusCode::kUnavailable);
+      EXPECT_EQ(after_goaway->delivery(), ClientCall::Delivery::kNotSent);
+      co_await (*conn)->Close();
+    });
+  }());
 }
 
 }  // namespace
