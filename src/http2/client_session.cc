@@ -14,6 +14,11 @@ namespace {
 
 using Delivery = ClientCall::Delivery;
 
+// nghttp2's own bound on a header block it sends (its default
+// max_send_header_block_length, which we keep): a larger one is never
+// sent (NGHTTP2_ERR_FRAME_SIZE_ERROR).
+constexpr size_t kMaxSendHeaderBlock = 64 * 1024;
+
 nghttp2_nv HeaderField(std::string_view name, std::string_view value) {
   nghttp2_nv nv;
   nv.name = reinterpret_cast<uint8_t*>(const_cast<char*>(name.data()));
@@ -104,6 +109,25 @@ std::unique_ptr<ClientCall> ClientSession::StartCall(
     }
   }
 
+  // RFC 9113 section 6.5.2: the peer's SETTINGS_MAX_HEADER_LIST_SIZE is
+  // what it accepts; gRPC fails a call whose metadata exceeds it with
+  // RESOURCE_EXHAUSTED rather than sending it.
+  size_t header_list_size = 0;
+  for (const nghttp2_nv& nv : headers) {
+    header_list_size +=
+        HeaderFieldSize(std::string_view(reinterpret_cast<const char*>(nv.name), nv.namelen),
+                        std::string_view(reinterpret_cast<const char*>(nv.value), nv.valuelen));
+  }
+  const uint32_t peer_limit =
+      nghttp2_session_get_remote_settings(nghttp2(), NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE);
+  if (header_list_size > peer_limit) {
+    call->FailBeforeStart(ResourceExhaustedError(
+        "request metadata of " + call->path() + " is " + std::to_string(header_list_size) +
+        " bytes as an HTTP/2 header list, over the SETTINGS_MAX_HEADER_LIST_SIZE of " +
+        std::to_string(peer_limit) + " bytes that " + peer() + " accepts"));
+    return call;
+  }
+
   const nghttp2_data_provider provider = StreamDataProvider();
   Http2Stream* stream = call.get();
   const int32_t stream_id =
@@ -146,6 +170,17 @@ void ClientSession::OnRequestNotSent(int32_t stream_id, int lib_error_code) {
   auto it = calls_.find(stream_id);
   if (it == calls_.end()) return;
   ClientCall* call = it->second;
+  if (lib_error_code == NGHTTP2_ERR_FRAME_SIZE_ERROR) {
+    // The header block is larger than nghttp2 sends: the metadata is too
+    // large (RESOURCE_EXHAUSTED, as for the peer's limit), and would be
+    // anywhere.
+    call->OnRequestRefused(
+        ResourceExhaustedError("request metadata of " + call->path() +
+                               " is too large to send: HTTP/2 header blocks are limited to " +
+                               std::to_string(kMaxSendHeaderBlock) + " bytes"),
+        Delivery::kMaybeProcessed);
+    return;
+  }
   // Typically NGHTTP2_ERR_START_STREAM_NOT_ALLOWED after a GOAWAY: the server
   // never saw the call, so it may be retried elsewhere (A6).
   call->OnRequestRefused(UnavailableError("call to " + call->path() + " was not sent to " + peer() +

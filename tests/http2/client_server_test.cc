@@ -358,5 +358,29 @@ TEST_F(Http2Test, CallClosedBeforeItsHeadersWereWrittenIsNotSent) {
       options);
 }
 
+// Request metadata over the SETTINGS_MAX_HEADER_LIST_SIZE our server sets
+// (16 KiB by default) fails RESOURCE_EXHAUSTED before it is sent, saying
+// so; the connection goes on serving.
+TEST_F(Http2Test, RequestMetadataOverThePeersHeaderListLimitIsResourceExhausted) {
+  RunWithServer([&]() -> Task<void> {
+    auto conn = co_await Connect();
+    CO_ASSERT_OK(conn);
+    for (size_t size : {size_t{20 * 1024}, size_t{130 * 1024}}) {
+      const Metadata metadata = {{"x-big", std::string(size, 'm')}};
+      StatusOr<std::string> response =
+          co_await UnaryCall(**conn, "/test.Echo/Unary", "hello", metadata);
+      EXPECT_EQ(response.status().code(), StatusCode::kResourceExhausted)
+          << response.status().ToString();
+      EXPECT_NE(response.status().message().find("SETTINGS_MAX_HEADER_LIST_SIZE of 16384"),
+                std::string::npos)
+          << response.status().ToString();
+    }
+    EXPECT_EQ(probe_->handlers_started, 0);
+    StatusOr<std::string> small = co_await UnaryCall(**conn, "/test.Echo/Unary", "hello");
+    CO_ASSERT_OK(small);
+    co_await (*conn)->Close();
+  });
+}
+
 }  // namespace
 }  // namespace uxds::http2::testing

@@ -373,5 +373,19 @@ TEST_F(ScriptedPeerTest, CallOnAConnectionThatReceivedGoAwayIsNotSent) {
   }());
 }
 
+// Request metadata larger than any header block nghttp2 sends, to a peer
+// that sets no SETTINGS_MAX_HEADER_LIST_SIZE: RESOURCE_EXHAUSTED naming the
+// cause, not UNAVAILABLE "The length of the frame is invalid".
+TEST_F(ScriptedPeerTest, OversizeRequestMetadataIsResourceExhausted) {
+  Fields fields = kGrpcHeaders;
+  fields.emplace_back("grpc-status", "0");
+  ClientCall::Delivery delivery = ClientCall::Delivery::kNotSent;
+  const Status status = CallScripted(*loop_, TrailersOnly(fields), {}, &delivery,
+                                     {{"x-big", std::string(130 * 1024, 'm')}});
+  EXPECT_EQ(status.code(), StatusCode::kResourceExhausted) << status.ToString();
+  EXPECT_NE(status.message().find("metadata"), std::string::npos) << status.ToString();
+  EXPECT_EQ(delivery, ClientCall::Delivery::kMaybeProcessed);
+}
+
 }  // namespace
 }  // namespace uxds::http2::testing
