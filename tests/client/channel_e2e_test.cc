@@ -3,6 +3,7 @@
 // priority failover and recovery (A42 / A56), an aggregate cluster (A37),
 // and a control plane that goes away while everything is cached (A88).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cmath>
@@ -14,6 +15,7 @@
 
 #include "channel_fixture.h"
 #include "channel_test_resources.h"
+#include "support/test_support.h"
 #include "test_service/test_service.h"
 
 namespace uxds::testing {
@@ -329,6 +331,41 @@ TEST_F(ChannelEndToEndTest, SingleBackendThatRestartsIsReachedAgain) {
     ASSERT_TRUE(load.WaitForMoreSuccesses(200)) << "round " << round << " after the restart";
   }
   load.Stop();
+}
+
+// Request metadata over what the server accepts (its
+// SETTINGS_MAX_HEADER_LIST_SIZE) fails RESOURCE_EXHAUSTED naming the limit,
+// not UNAVAILABLE "The length of the frame is invalid": against our server
+// (16 KiB) and a gRPC C++ 1.51 server (8 KiB; skipped in builds without the
+// C++ peers).
+TEST_F(ChannelEndToEndTest, OversizeRequestMetadataIsResourceExhausted) {
+  std::vector<std::string> targets = {addresses_[0]};
+  std::optional<Subprocess> peer;
+  const std::string binary = BuildRoot() + "/tests/peers/grpc_cpp_test_server";
+  if (access(binary.c_str(), X_OK) == 0) {
+    peer.emplace(Subprocess::Start({binary}));
+    std::optional<std::string> port = peer->WaitForLine("PORT ", seconds(60));
+    ASSERT_TRUE(port.has_value()) << "gRPC C++ server did not start";
+    targets.push_back("127.0.0.1:" + *port);
+  }
+  for (const std::string& target : targets) {
+    CreateChannel(target);
+    CallOptions options = WithHeader("x-big", std::string(130 * 1024, 'm'));
+    options.wait_for_ready = true;
+    StatusOr<UnaryResponse> reply = Call(test_service::kEmptyCall, options);
+    EXPECT_EQ(reply.status().code(), StatusCode::kResourceExhausted)
+        << target << ": " << reply.status().ToString();
+    EXPECT_NE(reply.status().message().find("SETTINGS_MAX_HEADER_LIST_SIZE"), std::string::npos)
+        << target << ": " << reply.status().ToString();
+    // The channel and its connection go on serving.
+    StatusOr<UnaryResponse> small = Call(test_service::kEmptyCall);
+    EXPECT_TRUE(small.ok()) << target << ": " << small.status().ToString();
+    RunOnControl<bool>([&]() -> Task<bool> {
+      co_await channel_->Shutdown();
+      co_return true;
+    });
+    control_->RunSync([&] { channel_.reset(); });
+  }
 }
 
 }  // namespace
