@@ -484,6 +484,11 @@ Task<StatusOr<Channel::Impl::PickedEndpoint>> Channel::Impl::PickForCall(
     const std::string& cluster_name = route->cluster;
     auto cluster_it = clusters.find(cluster_name);
     if (cluster_it == clusters.end() && !direct_cluster.empty()) {
+      if (config_failed) {  // the name did not resolve
+        std::optional<Status> failed = co_await wait_or_fail(config_error);
+        if (failed.has_value()) co_return *failed;
+        continue;
+      }
       // A host:port target still resolving: gRPC queues the call.
       last_failure = UnavailableError("resolving " + cluster_name);
       const bool in_time = co_await WaitForChange(deadline);

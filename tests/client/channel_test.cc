@@ -192,6 +192,21 @@ TEST_F(ChannelTest, AHostPortTargetNeedsNoXds) {
   EXPECT_EQ(reply->peer, addresses_[1]);
 }
 
+// A host:port target whose name does not resolve fails its calls with the
+// resolver's error (wait_for_ready calls wait for their deadline).
+TEST_F(ChannelTest, AHostPortTargetThatDoesNotResolveFailsCalls) {
+  CreateChannel("name.invalid:443");  // RFC 6761: never resolves
+  StatusOr<UnaryResponse> reply = UnavailableError("not yet");
+  for (int i = 0; i < 200; ++i) {
+    reply = Call(test_service::kEmptyCall,
+                 {.metadata = {}, .timeout = milliseconds(100), .wait_for_ready = false});
+    if (reply.status().code() == StatusCode::kUnavailable) break;
+  }
+  ASSERT_EQ(reply.status().code(), StatusCode::kUnavailable) << reply.status().ToString();
+  EXPECT_NE(reply.status().message().find("name.invalid"), std::string::npos)
+      << reply.status().ToString();
+}
+
 // A74 / A88: a Listener that does not exist fails calls UNAVAILABLE naming
 // it; a cluster that does not exist fails only the calls routed to it.
 TEST_F(ChannelTest, MissingResourcesFailCallsWithAUsefulMessage) {
