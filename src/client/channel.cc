@@ -281,8 +281,56 @@ struct Channel::Impl {
     std::shared_ptr<CallCounter> counter;
     std::shared_ptr<LocalityLoadStats> locality_stats;
   };
+  // A call's routing, chosen once per call (see PickForCall).
+  struct CallRoute {
+    std::shared_ptr<const XdsConfig> config;  // the config it was chosen in
+    std::string cluster;
+    uint64_t hash = 0;
+  };
+  // `route` is the call's routing: chosen by its first pick, reused by every
+  // later one (a queued pick's, and A6's transparent retries').
   Task<StatusOr<PickedEndpoint>> PickForCall(const std::string& method, const CallOptions& options,
-                                             std::optional<Loop::Clock::time_point> deadline);
+                                             std::optional<Loop::Clock::time_point> deadline,
+                                             std::optional<CallRoute>& route);
+  // The route (A28), its cluster (weighted_clusters drawn here) and the
+  // request hash (A42: from the route's hash policies, else random).
+  StatusOr<CallRoute> ChooseRoute(const std::string& method, const routing::RpcView& rpc) const {
+    CallRoute route;
+    route.config = config;
+    route.hash = ThreadRandom();
+    if (!direct_cluster.empty()) {
+      route.cluster = direct_cluster;
+      return route;
+    }
+    const RouteConfigResource::Route* selected =
+        routing::SelectRoute(*config->virtual_host, rpc, [] { return ThreadRandom(); });
+    if (selected == nullptr) return UnavailableError("no matching route found for " + method);
+    const auto* action = std::get_if<RouteConfigResource::Route::RouteAction>(&selected->action);
+    if (action == nullptr) {
+      return UnavailableError("matched route does not have a forwarding action");
+    }
+    if (const auto* one =
+            std::get_if<RouteConfigResource::Route::RouteAction::ClusterName>(&action->cluster)) {
+      route.cluster = one->name;
+    } else {
+      route.cluster = std::string(routing::PickWeightedCluster(
+          std::get<RouteConfigResource::Route::RouteAction::WeightedClusters>(action->cluster),
+          ThreadRandom()));
+    }
+    if (std::optional<uint64_t> computed =
+            routing::ComputeRequestHash(action->hash_policies, rpc, channel_id)) {
+      route.hash = *computed;
+    }
+    return route;
+  }
+
+  // The deadline message of a call that found no config: what the channel
+  // is still waiting for.
+  std::string WaitingForConfig() const {
+    std::string waiting = dependencies != nullptr ? dependencies->WaitingFor() : "";
+    return "deadline exceeded waiting for xDS config" +
+           (waiting.empty() ? std::string() : ": " + waiting);
+  }
   // Shutdown()'s one teardown: the channel's tasks, its watches (and their
   // DNS lookups) and clusters, the calls waiting in it, then its
   // connections.
@@ -388,23 +436,37 @@ Task<void> Channel::Impl::TearDown() {
 // config or an endpoint where gRPC queues the pick.
 Task<StatusOr<Channel::Impl::PickedEndpoint>> Channel::Impl::PickForCall(
     const std::string& method, const CallOptions& options,
-    std::optional<Loop::Clock::time_point> deadline) {
+    std::optional<Loop::Clock::time_point> deadline, std::optional<CallRoute>& route) {
   std::vector<PickHeader> headers;
   for (const auto& [name, value] : options.metadata) headers.push_back({name, value});
   const routing::RpcView rpc{method, headers};
+  // Why the call could not go anywhere yet: the deadline's message says it.
+  Status last_failure;
+  auto deadline_error = [&](std::string what) {
+    if (!last_failure.ok()) what += "; last error: " + std::string(last_failure.message());
+    return DeadlineExceededError(std::move(what));
+  };
   auto wait_or_fail = [&](Status failure) -> Task<std::optional<Status>> {
     // gRPC: without wait_for_ready a call with nothing to go to fails.
     if (!options.wait_for_ready) co_return failure;
+    last_failure = failure;
     const bool in_time = co_await WaitForChange(deadline);
-    if (!in_time) co_return DeadlineExceededError("deadline exceeded waiting for " + method);
+    if (!in_time) co_return deadline_error("deadline exceeded waiting for " + method);
     co_return std::nullopt;
   };
+  // A42: "the call's hash will be the same when it is re-attempted with a
+  // new picker"; A76: the config selector assigns it once. The route and
+  // the weighted cluster are chosen once too: re-picks of a queued call
+  // reuse them.
   while (true) {
     if (shutdown.started()) co_return UnavailableError("channel shut down");
-    std::string cluster_name = direct_cluster;
-    const RouteConfigResource::Route::RouteAction* action = nullptr;
-    if (cluster_name.empty()) {
-      if (config == nullptr) {
+    if (route.has_value() && route->config != config && !clusters.contains(route->cluster)) {
+      // A new config no longer has the call's cluster: the call is routed
+      // by the new one (gRPC keeps the old cluster alive for it instead).
+      route.reset();
+    }
+    if (!route.has_value()) {
+      if (direct_cluster.empty() && config == nullptr) {
         if (config_failed) {
           std::optional<Status> failed = co_await wait_or_fail(config_error);
           if (failed.has_value()) co_return *failed;
@@ -413,26 +475,27 @@ Task<StatusOr<Channel::Impl::PickedEndpoint>> Channel::Impl::PickForCall(
         // No config yet: every call waits for the first one (gRPC queues
         // them while the resolver has not returned).
         const bool in_time = co_await WaitForChange(deadline);
-        if (!in_time) co_return DeadlineExceededError("deadline exceeded waiting for xDS config");
+        if (!in_time) co_return DeadlineExceededError(WaitingForConfig());
         continue;
       }
-      const RouteConfigResource::Route* route =
-          routing::SelectRoute(*config->virtual_host, rpc, [] { return ThreadRandom(); });
-      if (route == nullptr) co_return UnavailableError("no matching route found for " + method);
-      action = std::get_if<RouteConfigResource::Route::RouteAction>(&route->action);
-      if (action == nullptr) {
-        co_return UnavailableError("matched route does not have a forwarding action");
-      }
-      if (const auto* one =
-              std::get_if<RouteConfigResource::Route::RouteAction::ClusterName>(&action->cluster)) {
-        cluster_name = one->name;
-      } else {
-        cluster_name = std::string(routing::PickWeightedCluster(
-            std::get<RouteConfigResource::Route::RouteAction::WeightedClusters>(action->cluster),
-            ThreadRandom()));
-      }
+      StatusOr<CallRoute> chosen = ChooseRoute(method, rpc);
+      if (!chosen.ok()) co_return chosen.status();
+      route = *std::move(chosen);
     }
+    const std::string& cluster_name = route->cluster;
     auto cluster_it = clusters.find(cluster_name);
+    if (cluster_it == clusters.end() && !direct_cluster.empty()) {
+      if (config_failed) {  // the name did not resolve
+        std::optional<Status> failed = co_await wait_or_fail(config_error);
+        if (failed.has_value()) co_return *failed;
+        continue;
+      }
+      // A host:port target still resolving: gRPC queues the call.
+      last_failure = UnavailableError("resolving " + cluster_name);
+      const bool in_time = co_await WaitForChange(deadline);
+      if (!in_time) co_return deadline_error("deadline exceeded waiting for " + method);
+      continue;
+    }
     if (cluster_it == clusters.end() || cluster_it->second.lb == nullptr) {
       Status failure =
           cluster_it == clusters.end()
@@ -444,16 +507,8 @@ Task<StatusOr<Channel::Impl::PickedEndpoint>> Channel::Impl::PickForCall(
       continue;
     }
     ClusterState& cluster = cluster_it->second;
-    // A42: the request hash from the route's hash policies, else random.
-    uint64_t hash = ThreadRandom();
-    if (action != nullptr) {
-      if (std::optional<uint64_t> computed =
-              routing::ComputeRequestHash(action->hash_policies, rpc, channel_id)) {
-        hash = *computed;
-      }
-    }
     PickArgs args;
-    args.hash = hash;
+    args.hash = route->hash;
     args.headers = headers;
     Subchannel* subchannel = nullptr;
     PickResult call_end;  // what CallFinished() reports when the call ends
@@ -486,8 +541,14 @@ Task<StatusOr<Channel::Impl::PickedEndpoint>> Channel::Impl::PickForCall(
       CallNotStarted(call_end);
       const bool in_time = co_await WaitForChange(deadline);
       if (!in_time) {
-        co_return DeadlineExceededError("deadline exceeded while waiting for an endpoint of " +
-                                        cluster_name);
+        // The cluster's last failure (a connection error while it retries).
+        auto now_it = clusters.find(cluster_name);
+        if (now_it != clusters.end() && now_it->second.lb != nullptr &&
+            !now_it->second.lb->status().ok()) {
+          last_failure = now_it->second.lb->status();
+        }
+        co_return deadline_error("deadline exceeded while waiting for an endpoint of " +
+                                 cluster_name);
       }
       continue;
     }
@@ -548,10 +609,12 @@ Task<StatusOr<UnaryResponse>> Channel::UnaryCall(std::string method, std::string
                                                  CallOptions options) {
   const std::optional<Loop::Clock::time_point> deadline = DeadlineOf(options);
   const http2::Metadata metadata(options.metadata.begin(), options.metadata.end());
+  std::optional<Impl::CallRoute> route;  // A6: a retry keeps the call's route
   int refused_retries = 0;
   Status failure;
   while (true) {
-    StatusOr<Impl::PickedEndpoint> picked = co_await impl_->PickForCall(method, options, deadline);
+    StatusOr<Impl::PickedEndpoint> picked =
+        co_await impl_->PickForCall(method, options, deadline, route);
     if (!picked.ok()) {
       failure = picked.status();
       break;
@@ -584,9 +647,11 @@ Task<StatusOr<std::unique_ptr<ClientStream>>> Channel::StartStream(std::string m
                                                                    CallOptions options) {
   const std::optional<Loop::Clock::time_point> deadline = DeadlineOf(options);
   const http2::Metadata metadata(options.metadata.begin(), options.metadata.end());
+  std::optional<Impl::CallRoute> route;  // A6: a retry keeps the call's route
   int refused_retries = 0;
   while (true) {
-    StatusOr<Impl::PickedEndpoint> picked = co_await impl_->PickForCall(method, options, deadline);
+    StatusOr<Impl::PickedEndpoint> picked =
+        co_await impl_->PickForCall(method, options, deadline, route);
     if (!picked.ok()) {
       co_await impl_->loop.Yield();  // as UnaryCall's failures
       co_return picked.status();

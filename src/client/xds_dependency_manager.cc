@@ -283,6 +283,27 @@ bool XdsDependencyManager::AddCluster(const std::string& name, int depth,
   return true;
 }
 
+std::string XdsDependencyManager::WaitingFor() const {
+  constexpr size_t kNamed = 3;
+  std::vector<std::string> missing;
+  if (!listener_.update.has_value()) missing.push_back(Named("LDS resource", listener_name_));
+  auto add = [&missing](const auto& watches, std::string_view kind) {
+    for (const auto& [name, state] : watches) {
+      if (!state.update.has_value()) missing.push_back(Named(kind, name));
+    }
+  };
+  add(route_configs_, "RDS resource");
+  add(clusters_, "CDS resource");
+  add(endpoints_, "EDS resource");
+  add(dns_, "DNS name of cluster");
+  std::string text;
+  for (size_t i = 0; i < missing.size() && i < kNamed; ++i) {
+    text += (i == 0 ? "" : ", ") + missing[i];
+  }
+  if (missing.size() > kNamed) text += " and " + std::to_string(missing.size() - kNamed) + " more";
+  return text.empty() ? text : "no answer yet for " + text;
+}
+
 void XdsDependencyManager::Update() {
   // Shutting down: the watches are gone and the watcher hears nothing more.
   if (shutdown_.started() || !listener_.update.has_value()) return;

@@ -56,6 +56,10 @@ class XdsDependencyManager {
   // that), and the first to return may destroy the manager.
   Task<void> Shutdown();
 
+  // What has not arrived yet, for messages ("LDS resource \"svc\""; the
+  // first few, comma-separated); empty when nothing is outstanding.
+  std::string WaitingFor() const;
+
   // The resources watched now, for tests and CSDS-like views.
   std::vector<std::string> WatchedClusters() const;
   std::vector<std::string> WatchedEndpoints() const;

@@ -129,8 +129,9 @@ void ClusterLoadBalancer::BuildTree(const LbPolicyOptions& options) {
   };
   PriorityPolicy::ChildFactory child_factory;
   if (lb_config_.weighted_locality) {
-    child_factory = [endpoint_policy](LbPolicy::Reporter r) -> std::unique_ptr<LbPolicy> {
-      return std::make_unique<WeightedTargetPolicy>(endpoint_policy, std::move(r));
+    child_factory = [endpoint_policy,
+                     &loop = loop_](LbPolicy::Reporter r) -> std::unique_ptr<LbPolicy> {
+      return std::make_unique<WeightedTargetPolicy>(loop, endpoint_policy, std::move(r));
     };
   } else {
     child_factory = endpoint_policy;

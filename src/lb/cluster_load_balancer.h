@@ -49,6 +49,12 @@ class ClusterLoadBalancer {
               std::shared_ptr<const ClusterImplConfig> own,
               std::vector<std::shared_ptr<const ClusterImplConfig>> by_priority = {});
 
+  // The tree's current priority exits IDLE (its IDLE pickers ask for this
+  // themselves on the first pick).
+  void ExitIdle() {
+    if (priority_ != nullptr) priority_->ExitIdle();
+  }
+
   PickerSlot& picker_slot() { return slot_; }
   ConnectivityState state() const { return state_; }
   const Status& status() const { return status_; }

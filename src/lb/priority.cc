@@ -46,6 +46,11 @@ void PriorityPolicy::Update(const std::vector<LocalityList>& priorities) {
   ChoosePriority();
 }
 
+void PriorityPolicy::ExitIdle() {
+  if (current_ < 0 || children_[current_] == nullptr) return;
+  children_[current_]->policy->ExitIdle();
+}
+
 PriorityPolicy::Child& PriorityPolicy::CreateChild(size_t p) {
   children_[p] = std::make_unique<Child>(loop_);
   Child& child = *children_[p];

@@ -23,6 +23,8 @@ class PriorityPolicy {
 
   // One LocalityList per priority, index = priority.
   void Update(const std::vector<LocalityList>& priorities);
+  // As gRPC's priority policy: the current priority's child exits IDLE.
+  void ExitIdle();
 
   // The priority picks go to now; -1 before the first update.
   int current_priority() const { return current_; }

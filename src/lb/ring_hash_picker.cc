@@ -33,13 +33,17 @@ PickResult RingHashPicker::Pick(const PickArgs& args) const {
   XXH64_state_t state;
   XXH64_reset(&state, 0);
   bool found = false;
+  bool non_empty = false;
   for (const PickHeader& h : args.headers) {
     if (h.name != request_hash_header_) continue;
     if (found) XXH64_update(&state, ",", 1);
     XXH64_update(&state, h.value.data(), h.value.size());
     found = true;
+    non_empty = non_empty || !h.value.empty();
   }
-  if (!found) return PickForRandomHash(ThreadRandom());
+  // A76: only a header with a non-empty value gives the hash; an empty one
+  // counts as missing.
+  if (!non_empty) return PickForRandomHash(ThreadRandom());
   return PickForHash(XXH64_digest(&state));
 }
 

@@ -1,18 +1,40 @@
 #include "lb/round_robin.h"
 
+#include <array>
+#include <atomic>
 #include <set>
 
 namespace uxds {
 
-RoundRobinPicker::RoundRobinPicker(std::vector<SubchannelRef> ready) : ready_(std::move(ready)) {
+namespace {
+
+std::atomic<uint64_t> g_next_picker_id{1};
+
+// A thread's positions in the pickers it used last (RoundRobinPicker).
+struct PickerPosition {
+  uint64_t picker_id = 0;
+  uint64_t position = 0;
+};
+constexpr size_t kPositionSlots = 16;
+thread_local constinit std::array<PickerPosition, kPositionSlots> t_positions{};
+
+}  // namespace
+
+RoundRobinPicker::RoundRobinPicker(std::vector<SubchannelRef> ready)
+    : ready_(std::move(ready)), id_(g_next_picker_id.fetch_add(1, std::memory_order_relaxed)) {
   endpoints_.reserve(ready_.size());
   for (const SubchannelRef& r : ready_) endpoints_.push_back(&r->endpoint());
 }
 
 PickResult RoundRobinPicker::Pick(const PickArgs&) const {
-  // Starts each thread at a random offset so threads do not move in step.
-  thread_local uint64_t position = ThreadRandom();
-  return PickResult::Complete(endpoints_[position++ % endpoints_.size()]);
+  PickerPosition& slot = t_positions[id_ % kPositionSlots];
+  if (slot.picker_id != id_) [[unlikely]] {
+    // A picker this thread has not used (or lost its slot): a random start,
+    // so threads and pickers do not move in step.
+    slot.picker_id = id_;
+    slot.position = ThreadRandom();
+  }
+  return PickResult::Complete(endpoints_[slot.position++ % endpoints_.size()]);
 }
 
 RoundRobinPolicy::RoundRobinPolicy(SubchannelPool& pool, Reporter reporter)
@@ -45,6 +67,14 @@ void RoundRobinPolicy::Update(const LocalityList& localities) {
     s->RequestConnection();
   }
   Report();
+}
+
+// round_robin is never IDLE for long (it reconnects at once); an endpoint
+// between its IDLE report and its reconnection is asked again.
+void RoundRobinPolicy::ExitIdle() {
+  for (Endpoint& e : endpoints_) {
+    if (e.subchannel->state() == ConnectivityState::kIdle) e.subchannel->RequestConnection();
+  }
 }
 
 void RoundRobinPolicy::OnEndpointStateChange(Subchannel* s, ConnectivityState state,

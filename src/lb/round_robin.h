@@ -15,6 +15,7 @@ class RoundRobinPolicy final : public LbPolicy {
   ~RoundRobinPolicy() override;
 
   void Update(const LocalityList& localities) override;
+  void ExitIdle() override;
 
  private:
   struct Endpoint {
@@ -31,9 +32,13 @@ class RoundRobinPolicy final : public LbPolicy {
   Status last_failure_;
 };
 
-// Picks the READY endpoints in turn. The position is a per-thread counter,
-// not a shared one: each thread walks the list round robin, and no pick
-// writes a line another thread writes.
+// Picks the READY endpoints in turn, each picker from a random start (as
+// gRPC's). The position lives in the picking thread, not in the picker:
+// no pick writes a line another thread writes. Each thread keeps the
+// positions of the last pickers it used in a small table keyed by picker
+// id, so a thread that alternates between clusters walks each cluster's
+// list in turn; two pickers that share a slot restart each other at
+// random points, which spreads picks evenly, if not in strict turn.
 class RoundRobinPicker final : public Picker {
  public:
   explicit RoundRobinPicker(std::vector<SubchannelRef> ready);
@@ -42,6 +47,7 @@ class RoundRobinPicker final : public Picker {
  private:
   std::vector<SubchannelRef> ready_;
   std::vector<const Endpoint*> endpoints_;
+  const uint64_t id_;  // unique per picker, never 0
 };
 
 }  // namespace uxds

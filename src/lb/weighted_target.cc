@@ -14,8 +14,8 @@ PickResult WeightedPicker::Pick(const PickArgs& args) const {
   return it->picker->Pick(args);
 }
 
-WeightedTargetPolicy::WeightedTargetPolicy(ChildFactory factory, Reporter reporter)
-    : factory_(std::move(factory)), reporter_(std::move(reporter)) {}
+WeightedTargetPolicy::WeightedTargetPolicy(Loop& loop, ChildFactory factory, Reporter reporter)
+    : factory_(std::move(factory)), reporter_(std::move(reporter)), idle_exit_(loop, *this) {}
 
 WeightedTargetPolicy::~WeightedTargetPolicy() {
   updating_ = true;  // children's reports during teardown go nowhere
@@ -79,8 +79,14 @@ void WeightedTargetPolicy::Report() {
       break;
     }
   }
-  if (state == ConnectivityState::kConnecting || state == ConnectivityState::kIdle) {
+  if (state == ConnectivityState::kConnecting) {
     reporter_(state, Status(), std::make_shared<QueuePicker>());
+    return;
+  }
+  if (state == ConnectivityState::kIdle) {
+    // As gRPC's weighted_target: every child waits for a pick (ring_hash
+    // connects on the first one); the first pick makes them all exit IDLE.
+    reporter_(state, Status(), idle_exit_.MakePicker());
     return;
   }
   std::vector<WeightedPicker::Entry> entries;

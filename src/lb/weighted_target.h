@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "lb/idle_exit_picker.h"
 #include "lb/lb_policy.h"
 
 namespace uxds {
@@ -17,7 +18,7 @@ class WeightedTargetPolicy final : public LbPolicy {
   // Makes the policy of one locality (round_robin, or ring_hash under
   // wrr_locality).
   using ChildFactory = std::function<std::unique_ptr<LbPolicy>(Reporter)>;
-  WeightedTargetPolicy(ChildFactory factory, Reporter reporter);
+  WeightedTargetPolicy(Loop& loop, ChildFactory factory, Reporter reporter);
   ~WeightedTargetPolicy() override;
 
   void Update(const LocalityList& localities) override;
@@ -37,6 +38,7 @@ class WeightedTargetPolicy final : public LbPolicy {
   Reporter reporter_;
   std::map<std::string, std::unique_ptr<Child>> children_;  // by locality name
   bool updating_ = false;
+  IdleExitHandle idle_exit_;
 };
 
 // Picks a child by weight (a random point on the cumulative weights), then

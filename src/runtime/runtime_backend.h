@@ -18,4 +18,11 @@ StatusOr<std::optional<RuntimeBackend>> ForcedRuntimeBackend(const LoopOptions& 
 // support, comma-separated ("" when it has them all).
 std::string MissingIoUringOps(io_uring* ring);
 
+// Keeps one read pending on an io_uring loop's eventfd `fd`, so Post() and
+// Stop() from other threads wake a loop blocked in io_uring_enter.
+std::unique_ptr<IoOp> ArmIoUringWake(Loop& loop, int fd);
+// The wake read is not re-armed after its next completion (the loop is
+// being destroyed).
+void StopIoUringWake(IoOp* wake);
+
 }  // namespace uxds::detail

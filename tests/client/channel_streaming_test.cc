@@ -90,7 +90,7 @@ Task<StreamOutcome> PingPong(Channel& channel, int rounds, CallOptions options) 
   if (stream == nullptr) co_return outcome;
   for (int round = 0; round < rounds; ++round) {
     // Named, not a temporary: g++ 12 miscompiles a braced list inside a
-    // co_await expression (README, Developing).
+    // co_await expression (docs/developing.md).
     const std::vector<int> sizes = {round + 1};
     const std::string request = OutputRequest(sizes);
     const Status written = co_await stream->Write(request);

@@ -4,7 +4,11 @@
 // routing (A28), hashing (A42) and the clusters' LB policies.
 #include "uxds/client_channel.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <map>
 #include <set>
@@ -78,6 +82,107 @@ TEST_F(ChannelTest, RingHashKeepsAHeaderValueOnOneBackend) {
   EXPECT_GE(used.size(), 2u);
 }
 
+// A cluster whose load_balancing_policy is wrr_locality over ring_hash:
+// weighted_target over one ring_hash per locality. Every ring_hash child
+// starts IDLE; the first pick must make them exit IDLE (gRPC's queueing
+// picker), or no call ever reaches a backend.
+TEST_F(ChannelTest, WrrLocalityOverRingHashServesCalls) {
+  ASSERT_TRUE(cp_->SetResources(
+      kLdsType, {{"svc", ApiListenerWithRoutes("svc", "*", {{"", "wrr", "x-user"}})}}, "1"));
+  ASSERT_TRUE(
+      cp_->SetResources(kCdsType, {{"wrr", WrrLocalityCluster("wrr", "s-wrr", true)}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(kEdsType, {{"s-wrr", EndpointsAt("s-wrr", addresses_)}}, "1"));
+  CreateChannel("xds:///svc");
+  std::string first_peer;
+  for (int i = 0; i < 3; ++i) {
+    auto reply = Call(test_service::kEmptyCall,
+                      {.metadata = {{"x-user", "alice"}}, .timeout = std::chrono::seconds(5)});
+    ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+    if (i == 0) first_peer = reply->peer;
+    EXPECT_EQ(reply->peer, first_peer);  // A42: one key, one backend
+  }
+}
+
+// wrr_locality over round_robin: weighted_target over one round_robin per
+// locality (round_robin connects at once).
+TEST_F(ChannelTest, WrrLocalityOverRoundRobinServesCalls) {
+  ASSERT_TRUE(cp_->SetResources(kLdsType,
+                                {{"svc", ApiListenerWithRoutes("svc", "*", {{"", "wrr"}})}}, "1"));
+  ASSERT_TRUE(
+      cp_->SetResources(kCdsType, {{"wrr", WrrLocalityCluster("wrr", "s-wrr", false)}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(kEdsType, {{"s-wrr", EndpointsAt("s-wrr", addresses_)}}, "1"));
+  CreateChannel("xds:///svc");
+  std::set<std::string> peers;
+  for (int i = 0; i < 30; ++i) {
+    auto reply = Call(test_service::kEmptyCall,
+                      {.metadata = {}, .timeout = std::chrono::seconds(5), .wait_for_ready = true});
+    ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+    peers.insert(reply->peer);
+  }
+  // Once every endpoint is READY the picks rotate over all of them.
+  for (int i = 0; i < 9; ++i) {
+    auto reply = Call(test_service::kEmptyCall);
+    ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+    peers.insert(reply->peer);
+  }
+  EXPECT_EQ(peers.size(), addresses_.size());
+}
+
+// A42: "the call's hash will be the same when it is re-attempted with a new
+// picker". A call without a hash policy gets one random hash: however
+// often its pick is retried while the endpoint connects, it asks one IDLE
+// endpoint to connect, not one per retry.
+TEST_F(ChannelTest, AQueuedCallKeepsItsHashAcrossRepicks) {
+  ASSERT_TRUE(cp_->SetResources(kLdsType,
+                                {{"svc", ApiListenerWithRoutes("svc", "*", {{"", "ring"}})}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(kCdsType, {{"ring", RingHashCluster("ring", "s-ring")}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(kEdsType, {{"s-ring", EndpointsAt("s-ring", addresses_)}}, "1"));
+  CreateChannel("xds:///svc");
+  auto reply = Call(test_service::kEmptyCall);
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  size_t connections = 0;
+  backends_->RunSync([&] {
+    for (const auto& server : servers_) connections += server->connection_count();
+  });
+  EXPECT_EQ(connections, 1u);
+}
+
+// A call that finds no config names what the channel still waits for.
+TEST_F(ChannelTest, ACallWaitingForConfigNamesTheMissingResource) {
+  CreateChannel("xds:///svc");  // the control plane has no Listener "svc"
+  auto reply = Call(test_service::kEmptyCall,
+                    {.metadata = {}, .timeout = milliseconds(200), .wait_for_ready = false});
+  ASSERT_EQ(reply.status().code(), StatusCode::kDeadlineExceeded) << reply.status().ToString();
+  EXPECT_NE(reply.status().message().find("LDS resource svc"), std::string::npos)
+      << reply.status().ToString();
+}
+
+// With wait_for_ready, a call whose endpoints cannot be reached ends at its
+// deadline with the last connection error, not only "deadline exceeded".
+TEST_F(ChannelTest, AWaitForReadyDeadlineCarriesTheLastConnectionError) {
+  // A port nothing listens on: connections are refused at once.
+  int probe = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in any{};
+  any.sin_family = AF_INET;
+  any.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(probe, reinterpret_cast<sockaddr*>(&any), sizeof(any)), 0);
+  socklen_t length = sizeof(any);
+  ASSERT_EQ(getsockname(probe, reinterpret_cast<sockaddr*>(&any), &length), 0);
+  close(probe);
+  const std::string refused = "127.0.0.1:" + std::to_string(ntohs(any.sin_port));
+  ASSERT_TRUE(
+      cp_->SetResources(kLdsType, {{"svc", ApiListenerWithRoutes("svc", "*", {{"", "c"}})}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(kCdsType, {{"c", ValidCluster("c", "s-c")}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(kEdsType, {{"s-c", EndpointsAt("s-c", {refused})}}, "1"));
+  CreateChannel("xds:///svc");
+  auto reply = Call(test_service::kEmptyCall,
+                    {.metadata = {}, .timeout = milliseconds(1500), .wait_for_ready = true});
+  ASSERT_EQ(reply.status().code(), StatusCode::kDeadlineExceeded) << reply.status().ToString();
+  EXPECT_NE(reply.status().message().find("last error"), std::string::npos)
+      << reply.status().ToString();
+  EXPECT_NE(reply.status().message().find(refused), std::string::npos) << reply.status().ToString();
+}
+
 // A plain host:port target: no xDS, round_robin over the resolved addresses.
 TEST_F(ChannelTest, AHostPortTargetNeedsNoXds) {
   CreateChannel(addresses_[1]);
@@ -85,6 +190,21 @@ TEST_F(ChannelTest, AHostPortTargetNeedsNoXds) {
                     {.metadata = {}, .timeout = std::nullopt, .wait_for_ready = true});
   ASSERT_TRUE(reply.ok()) << reply.status().ToString();
   EXPECT_EQ(reply->peer, addresses_[1]);
+}
+
+// A host:port target whose name does not resolve fails its calls with the
+// resolver's error (wait_for_ready calls wait for their deadline).
+TEST_F(ChannelTest, AHostPortTargetThatDoesNotResolveFailsCalls) {
+  CreateChannel("name.invalid:443");  // RFC 6761: never resolves
+  StatusOr<UnaryResponse> reply = UnavailableError("not yet");
+  for (int i = 0; i < 200; ++i) {
+    reply = Call(test_service::kEmptyCall,
+                 {.metadata = {}, .timeout = milliseconds(100), .wait_for_ready = false});
+    if (reply.status().code() == StatusCode::kUnavailable) break;
+  }
+  ASSERT_EQ(reply.status().code(), StatusCode::kUnavailable) << reply.status().ToString();
+  EXPECT_NE(reply.status().message().find("name.invalid"), std::string::npos)
+      << reply.status().ToString();
 }
 
 // A74 / A88: a Listener that does not exist fails calls UNAVAILABLE naming

@@ -375,6 +375,28 @@ TEST_F(RingHashPickerTest, MissingHeaderWalksFromARandomPointToAReadyEndpoint) {
   }());
 }
 
+// A76: "the header has a non-empty value": an empty value is no key. Were
+// it hashed, every such request would land on the one endpoint the empty
+// string hashes to; as a missing header, they spread over the READY ones.
+TEST_F(RingHashPickerTest, AnEmptyHeaderValueCountsAsMissing) {
+  loop_->BlockOn([&]() -> Task<void> {
+    auto ring = MakeRing({1, 1, 1, 1});
+    std::vector<Subchannel*> placed;
+    const std::vector<State> states{State::kReady, State::kReady, State::kReady, State::kReady};
+    auto picker = co_await MakePicker(ring, 0, states, placed, "x-user");
+    const PickHeader headers[] = {{"x-user", ""}};
+    PickArgs args;
+    args.headers = headers;
+    std::set<const Subchannel*> picked;
+    for (int i = 0; i < 200; ++i) {
+      const PickResult r = picker->Pick(args);
+      CO_ASSERT_TRUE(Picked(r) != nullptr);
+      picked.insert(Picked(r)->subchannel);
+    }
+    EXPECT_EQ(picked.size(), 4u);
+  }());
+}
+
 TEST_F(RingHashPickerTest, MissingHeaderAsksAtMostOneIdleEndpointPerPick) {
   loop_->BlockOn([&]() -> Task<void> {
     auto ring = MakeRing({1, 1, 1, 1});

@@ -7,6 +7,9 @@
 #include "envoy/extensions/clusters/aggregate/v3/cluster.pb.h"
 #include "envoy/extensions/filters/http/router/v3/router.pb.h"
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
+#include "envoy/extensions/load_balancing_policies/ring_hash/v3/ring_hash.pb.h"
+#include "envoy/extensions/load_balancing_policies/round_robin/v3/round_robin.pb.h"
+#include "envoy/extensions/load_balancing_policies/wrr_locality/v3/wrr_locality.pb.h"
 
 namespace uxds::testing {
 
@@ -141,6 +144,33 @@ ResponseResource AggregateCluster(const std::string& name,
   for (const std::string& child : children) config.add_clusters(child);
   cluster.mutable_cluster_type()->set_name("envoy.clusters.aggregate");
   cluster.mutable_cluster_type()->mutable_typed_config()->PackFrom(config);
+  return ResponseResource(kCdsType, cluster.SerializeAsString());
+}
+
+ResponseResource WrrLocalityCluster(const std::string& name, const std::string& service_name,
+                                    bool ring_hash_child) {
+  envoy::config::cluster::v3::Cluster cluster;
+  cluster.set_name(name);
+  cluster.set_type(envoy::config::cluster::v3::Cluster::EDS);
+  cluster.mutable_eds_cluster_config()->mutable_eds_config()->mutable_ads();
+  cluster.mutable_eds_cluster_config()->set_service_name(service_name);
+  envoy::extensions::load_balancing_policies::wrr_locality::v3::WrrLocality wrr;
+  auto* child =
+      wrr.mutable_endpoint_picking_policy()->add_policies()->mutable_typed_extension_config();
+  if (ring_hash_child) {
+    child->set_name("ring_hash");
+    envoy::extensions::load_balancing_policies::ring_hash::v3::RingHash ring;
+    ring.mutable_minimum_ring_size()->set_value(1024);
+    child->mutable_typed_config()->PackFrom(ring);
+  } else {
+    child->set_name("round_robin");
+    child->mutable_typed_config()->PackFrom(
+        envoy::extensions::load_balancing_policies::round_robin::v3::RoundRobin());
+  }
+  auto* policy =
+      cluster.mutable_load_balancing_policy()->add_policies()->mutable_typed_extension_config();
+  policy->set_name("wrr_locality");
+  policy->mutable_typed_config()->PackFrom(wrr);
   return ResponseResource(kCdsType, cluster.SerializeAsString());
 }
 

@@ -1,0 +1,115 @@
+// The endpoint-picking policies' own rules: round_robin pickers keep their
+// own positions (A27), and a weighted_target whose children all wait for a
+// pick leaves IDLE on the first pick (gRPC's queueing picker).
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "lb/ring_hash_policy.h"
+#include "lb/round_robin.h"
+#include "lb/weighted_target.h"
+#include "lb_test_util.h"
+
+namespace uxds {
+namespace {
+
+using lb_testing::Backend;
+
+class PoliciesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto loop = Loop::Create();
+    ASSERT_TRUE(loop.ok());
+    loop_ = std::move(*loop);
+    pool_ = SubchannelPool::Create(*loop_, lb_testing::FastSubchannelOptions());
+  }
+  void TearDown() override {
+    loop_->BlockOn([this]() -> Task<void> {
+      for (auto& b : backends_) co_await b->Stop();
+      co_await pool_->Shutdown();
+    }());
+    pool_.reset();
+  }
+
+  // `n` subchannels to ports nothing needs to listen on: a picker picks
+  // from the list it is given, whatever the endpoints' states.
+  std::vector<SubchannelRef> Subchannels(int n, uint16_t first_port) {
+    std::vector<SubchannelRef> refs;
+    for (int i = 0; i < n; ++i) {
+      refs.push_back(pool_->Get(SocketAddress::Loopback4(static_cast<uint16_t>(first_port + i))));
+    }
+    return refs;
+  }
+
+  std::unique_ptr<Loop> loop_;
+  std::shared_ptr<SubchannelPool> pool_;
+  std::vector<std::unique_ptr<Backend>> backends_;
+};
+
+// A thread that alternates between two clusters walks each one's list in
+// turn: every endpoint of each gets the same share.
+TEST_F(PoliciesTest, RoundRobinPickersKeepTheirOwnPositions) {
+  RoundRobinPicker a(Subchannels(4, 1001));
+  RoundRobinPicker b(Subchannels(4, 2001));
+  std::map<const Endpoint*, int> counts;
+  for (int i = 0; i < 2000; ++i) {
+    ++counts[a.Pick(PickArgs{}).endpoint];
+    ++counts[b.Pick(PickArgs{}).endpoint];
+  }
+  ASSERT_EQ(counts.size(), 8u);
+  for (const auto& [endpoint, count] : counts) {
+    EXPECT_EQ(count, 500) << endpoint->subchannel->address();
+  }
+}
+
+// Each picker starts at a random point: pickers of the same list made one
+// after the other do not all send their first pick to one endpoint.
+TEST_F(PoliciesTest, RoundRobinPickersStartAtRandomPoints) {
+  std::vector<SubchannelRef> refs = Subchannels(8, 3001);
+  std::map<const Endpoint*, int> first_picks;
+  for (int i = 0; i < 64; ++i) {
+    RoundRobinPicker picker(refs);
+    ++first_picks[picker.Pick(PickArgs{}).endpoint];
+  }
+  // 64 uniform draws over 8 endpoints all landing on one: (1/8)^63.
+  EXPECT_GT(first_picks.size(), 1u);
+}
+
+// wrr_locality over ring_hash: every locality's ring_hash is IDLE until
+// picked, so weighted_target reports IDLE; its picker's first pick makes
+// the children exit IDLE, and the policy gets READY without any other
+// prompt.
+TEST_F(PoliciesTest, AnIdleWeightedTargetExitsIdleOnTheFirstPick) {
+  for (int i = 0; i < 2; ++i) {
+    backends_.push_back(std::make_unique<Backend>(*loop_));
+    ASSERT_TRUE(backends_.back()->Start().ok());
+  }
+  LbPolicyOptions options;
+  lb_testing::ReportLog log;
+  SubchannelPool& pool = *pool_;
+  WeightedTargetPolicy policy(
+      *loop_,
+      [&pool, &options](LbPolicy::Reporter r) -> std::unique_ptr<LbPolicy> {
+        return std::make_unique<RingHashPolicy>(pool, options, std::move(r));
+      },
+      log.reporter());
+  LocalityList localities;
+  for (int i = 0; i < 2; ++i) {
+    LocalityList one = lb_testing::OneLocality({backends_[i]->address()}, 1,
+                                               "{zone=\"z" + std::to_string(i) + "\"}");
+    localities.push_back(one.front());
+  }
+  policy.Update(localities);
+  ASSERT_EQ(log.state, ConnectivityState::kIdle);
+  PickArgs args;
+  args.hash = 42;
+  EXPECT_EQ(log.picker->Pick(args).kind, PickResult::Kind::kQueue);
+  const bool ready = loop_->BlockOn(lb_testing::WaitUntil(
+      *loop_, [&] { return log.state == ConnectivityState::kReady; }, std::chrono::seconds(10)));
+  EXPECT_TRUE(ready) << ConnectivityStateName(log.state);
+}
+
+}  // namespace
+}  // namespace uxds
