@@ -59,10 +59,18 @@ bool XdsCacheEntry::TakesDataFrom(const XdsServerState& from) const {
   // Data comes from the server in use only: a higher-priority server that
   // answers becomes the server in use before its data is applied, and a
   // lower-priority one that is no longer in use is being closed.
-  if (&from != &server()) return false;
-  // A71 "Reservations": "whenever we have a resource already cached from the
-  // primary server, we want to use that instead of falling back."
-  return source_priority == XdsAuthorityState::kNoServer || authority.active <= source_priority;
+  //
+  // A71: once it has fallen back, the client "will subscribe to all watched
+  // resources on that server and will update the cache based on the received
+  // responses": updates, deletions and errors from the fallback apply to
+  // entries the primary set too. "Reservations" is honoured by when the
+  // client falls back (only for a resource not cached), not by keeping the
+  // primary's copies: a channel would otherwise mix the primary's Listener
+  // with the fallback's Clusters, and a primary that died mid-update, naming
+  // a resource the fallback does not have, would never be recovered from.
+  // A71 "Config tears" accepts the tears this allows for same-named
+  // resources.
+  return &from == &server();
 }
 
 XdsAuthorityState& XdsResourceCache::GetOrCreateAuthority(

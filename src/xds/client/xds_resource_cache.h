@@ -75,8 +75,8 @@ struct XdsCacheEntry {
   // The server in use for the entry (A71: its authority's active server):
   // its connectivity is the watchers' ambient error, its features apply.
   XdsServerState& server() const { return authority.active_server(); }
-  // A71 "Reservations": the data of a lower-priority server than the one the
-  // entry's state came from is not used. `server` must be in the authority.
+  // A71: the entry takes data (resources, errors, deletions) from the server
+  // its authority uses, whichever server set it before.
   bool TakesDataFrom(const XdsServerState& server) const;
 
   XdsCacheState state = XdsCacheState::kRequested;
