@@ -213,6 +213,7 @@ void XdsResourceCache::ApplyDataError(XdsCacheEntry& entry, bool drop_cached_res
     // is not actually using."
     entry.resource.reset();
     entry.serialized.clear();
+    entry.decoded_from = nullptr;
     entry.version.clear();
   }
   NotifyError(entry, entry.error);
@@ -242,6 +243,8 @@ void XdsResourceCache::OnValidResource(XdsCacheEntry& entry, XdsResourceData res
   MarkAccepted(entry, version, now);
   entry.serialized = std::move(serialized);
   entry.named_by_wrapper = named_by_wrapper;
+  // TakesDataFrom: the response came from the server in use.
+  entry.decoded_from = &entry.server();
   if (unchanged) {
     // DESIGN.md: identical updates notify nobody; only an error the watchers
     // still believe in is cleared (NOTES "Clearing errors").
@@ -277,7 +280,8 @@ void XdsResourceCache::OnInvalidResource(XdsCacheEntry& entry, const std::string
   entry.failed_details = details;
   entry.failed_version = version;
   entry.failed_update_time = now;
-  entry.rejected = XdsCacheEntry::RejectedVersion{std::move(serialized), named_by_wrapper, details};
+  entry.rejected = XdsCacheEntry::RejectedVersion{std::move(serialized), named_by_wrapper,
+                                                  &entry.server(), details};
   if (already_told) return;
   // A88: a NACK is a data error.
   ApplyDataError(entry, entry.server().config.fail_on_data_errors);

@@ -85,6 +85,9 @@ struct XdsCacheEntry {
   std::string serialized;  // raw bytes, for CSDS (A40: "expose the xDS config as is")
   // The name of `serialized` came from a Resource wrapper, not from the bytes.
   bool named_by_wrapper = false;
+  // The server whose decode context turned `serialized` into `resource`
+  // (XdsDecodeContext: a Cluster's lrs_server `self` is that server).
+  const XdsServerState* decoded_from = nullptr;
   std::string version;
   std::chrono::system_clock::time_point last_updated{};
   // A88: "the most recent error seen": what the watchers were told (without
@@ -98,6 +101,7 @@ struct XdsCacheEntry {
   struct RejectedVersion {
     std::string serialized;
     bool named_by_wrapper = false;
+    const XdsServerState* decoded_from = nullptr;
     std::string details;
   };
   std::optional<RejectedVersion> rejected;
@@ -181,8 +185,8 @@ class XdsResourceCache {
                          bool named_by_wrapper, const std::string& version,
                          std::chrono::system_clock::time_point now);
   // The bytes of the entry's cached resource, or of its last rejected
-  // version, again (#9): the verdict they got before, with the new version
-  // and time for CSDS.
+  // version, again from the server that decoded them (#9): the verdict they
+  // got before, with the new version and time for CSDS.
   void OnAcceptedVersionResent(XdsCacheEntry& entry, const std::string& version,
                                std::chrono::system_clock::time_point now);
   void OnRejectedVersionResent(XdsCacheEntry& entry, const std::string& version,

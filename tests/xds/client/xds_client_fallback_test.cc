@@ -14,7 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "envoy/config/cluster/v3/cluster.pb.h"
 #include "uxds/xds_client_pool.h"
+#include "uxds/xds_resources.h"
 #include "xds_client_test_fixture.h"
 
 namespace uxds::testing {
@@ -330,6 +332,61 @@ TEST_F(XdsClientFallbackTest, APrimaryWhoseHostDoesNotResolveFallsBackToTheNext)
   auto c1 = Watch(TestClusterType::Get(), "c1");
   EXPECT_TRUE(NextIsCluster(*c1, "c1", kSecondaryTimeoutMs));
   EXPECT_EQ(Entry(kClusterTypeUrl, "c1").server_uri, secondary_->target());
+}
+
+// #9's reuse of a verdict for re-sent bytes, with A71: the same Cluster bytes
+// decode differently on each server, since lrs_server `self` is the server
+// they came from (A27). After the switch back, the primary's byte-identical
+// copy of the fallback's Cluster reports load to the primary, as CSDS says.
+TEST_F(XdsClientFallbackTest, IdenticalClusterBytesFromThePrimaryReportLoadToThePrimary) {
+  envoy::config::cluster::v3::Cluster cluster;
+  cluster.set_name("c1");
+  cluster.set_type(envoy::config::cluster::v3::Cluster::EDS);
+  cluster.mutable_eds_cluster_config()->mutable_eds_config()->mutable_ads();
+  cluster.mutable_lrs_server()->mutable_self();
+  const std::map<std::string, ResponseResource> resources = {
+      {"c1", ResponseResource(kClusterTypeUrl, cluster.SerializeAsString())}};
+  auto next_lrs_server = [](RecordingWatcher<ClusterResource>& watcher) -> std::string {
+    auto event = watcher.Next();
+    if (!event.has_value()) return "no event";
+    if (event->kind != RecordingWatcher<ClusterResource>::Event::Kind::kResource) {
+      return event->ToString();
+    }
+    if (!event->resource->lrs_server.has_value()) return "no lrs_server";
+    return event->resource->lrs_server->server_uri;
+  };
+
+  ASSERT_TRUE(cp_->StopListening());
+  ASSERT_TRUE(secondary_->SetResources(kClusterTypeUrl, resources, "s1"));
+  StartClient(MakeBootstrapWithServers({cp_->target(), secondary_->target()}));
+  auto c1 = Watch(ClusterResourceType::Get(), "c1");
+  EXPECT_EQ(next_lrs_server(*c1), secondary_->target());
+  const std::optional<int64_t> fallback_stream = secondary_->WaitForStreamOpened(kWait);
+  ASSERT_TRUE(fallback_stream.has_value());
+
+  ASSERT_TRUE(cp_->SetResources(kClusterTypeUrl, resources, "p1"));
+  ASSERT_TRUE(cp_->RestartListening());
+  EXPECT_TRUE(secondary_->WaitForStreamClosed(kWait, *fallback_stream).has_value());
+  // The primary's response is decided (ACKed) before its watchers hear of it.
+  ASSERT_TRUE(cp_->NextRequestMatching(kWait,
+                                       [](const ObservedRequest& request) {
+                                         return request.type_url == kClusterTypeUrl &&
+                                                request.version_info == "p1";
+                                       })
+                  .has_value());
+  Flush();
+  // CSDS credits the primary, and the resource in use reports load to it.
+  const XdsResourceSnapshot entry = Entry(kClusterTypeUrl, "c1");
+  EXPECT_EQ(entry.version, "p1");
+  EXPECT_EQ(entry.server_uri, cp_->target());
+  EXPECT_NE(entry.resource_json.find("\"lrs_server\":\"" + cp_->target() + "\""), std::string::npos)
+      << entry.resource_json;
+  // The watcher is given the primary's resource: its lrs_server differs.
+  std::vector<RecordingWatcher<ClusterResource>::Event> events = c1->TakePending();
+  ASSERT_EQ(events.size(), 1u);
+  ASSERT_EQ(events[0].kind, RecordingWatcher<ClusterResource>::Event::Kind::kResource);
+  ASSERT_TRUE(events[0].resource->lrs_server.has_value());
+  EXPECT_EQ(events[0].resource->lrs_server->server_uri, cp_->target());
 }
 
 // A71 "per-target instances": two targets with their own XdsClient from one
