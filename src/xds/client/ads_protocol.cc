@@ -251,9 +251,16 @@ bool AdsResponseApplier::ReuseVerdict(size_t index, std::string_view wrapper_nam
   lookup.entry = entry;
   lookup.parsed = *std::move(parsed);
   if (entry == nullptr) return false;
-  const bool accepted = entry->resource != nullptr && entry->named_by_wrapper == named_by_wrapper &&
+  // The same bytes decode differently on another server (the decode context
+  // names the server: a Cluster's lrs_server `self`), so a verdict is only
+  // reused for the server that gave it. A71: after a switch back the
+  // primary's identical copy of a fallback's Cluster reports load to the
+  // primary.
+  const bool accepted = entry->resource != nullptr && entry->decoded_from == &server_ &&
+                        entry->named_by_wrapper == named_by_wrapper &&
                         entry->serialized == serialized;
   const bool rejected = !accepted && entry->rejected.has_value() &&
+                        entry->rejected->decoded_from == &server_ &&
                         entry->rejected->named_by_wrapper == named_by_wrapper &&
                         entry->rejected->serialized == serialized;
   if (!accepted && !rejected) return false;

@@ -123,7 +123,8 @@ class AdsResponseApplier {
   };
   void ApplyResource(size_t index, const std::string& version);
   // #9: a resource whose bytes equal those of the last accepted or rejected
-  // version of its name gets that verdict again without being decoded.
+  // version of its name, decoded for this same server, gets that verdict
+  // again without being decoded.
   // `wrapper_name`: the name a Resource wrapper gave, if any. True if the
   // verdict was reused; otherwise `lookup` holds what was found of the name.
   bool ReuseVerdict(size_t index, std::string_view wrapper_name, std::string_view serialized,

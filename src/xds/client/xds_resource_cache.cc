@@ -59,10 +59,18 @@ bool XdsCacheEntry::TakesDataFrom(const XdsServerState& from) const {
   // Data comes from the server in use only: a higher-priority server that
   // answers becomes the server in use before its data is applied, and a
   // lower-priority one that is no longer in use is being closed.
-  if (&from != &server()) return false;
-  // A71 "Reservations": "whenever we have a resource already cached from the
-  // primary server, we want to use that instead of falling back."
-  return source_priority == XdsAuthorityState::kNoServer || authority.active <= source_priority;
+  //
+  // A71: once it has fallen back, the client "will subscribe to all watched
+  // resources on that server and will update the cache based on the received
+  // responses": updates, deletions and errors from the fallback apply to
+  // entries the primary set too. "Reservations" is honoured by when the
+  // client falls back (only for a resource not cached), not by keeping the
+  // primary's copies: a channel would otherwise mix the primary's Listener
+  // with the fallback's Clusters, and a primary that died mid-update, naming
+  // a resource the fallback does not have, would never be recovered from.
+  // A71 "Config tears" accepts the tears this allows for same-named
+  // resources.
+  return &from == &server();
 }
 
 XdsAuthorityState& XdsResourceCache::GetOrCreateAuthority(
@@ -205,6 +213,7 @@ void XdsResourceCache::ApplyDataError(XdsCacheEntry& entry, bool drop_cached_res
     // is not actually using."
     entry.resource.reset();
     entry.serialized.clear();
+    entry.decoded_from = nullptr;
     entry.version.clear();
   }
   NotifyError(entry, entry.error);
@@ -234,6 +243,8 @@ void XdsResourceCache::OnValidResource(XdsCacheEntry& entry, XdsResourceData res
   MarkAccepted(entry, version, now);
   entry.serialized = std::move(serialized);
   entry.named_by_wrapper = named_by_wrapper;
+  // TakesDataFrom: the response came from the server in use.
+  entry.decoded_from = &entry.server();
   if (unchanged) {
     // DESIGN.md: identical updates notify nobody; only an error the watchers
     // still believe in is cleared (NOTES "Clearing errors").
@@ -269,7 +280,8 @@ void XdsResourceCache::OnInvalidResource(XdsCacheEntry& entry, const std::string
   entry.failed_details = details;
   entry.failed_version = version;
   entry.failed_update_time = now;
-  entry.rejected = XdsCacheEntry::RejectedVersion{std::move(serialized), named_by_wrapper, details};
+  entry.rejected = XdsCacheEntry::RejectedVersion{std::move(serialized), named_by_wrapper,
+                                                  &entry.server(), details};
   if (already_told) return;
   // A88: a NACK is a data error.
   ApplyDataError(entry, entry.server().config.fail_on_data_errors);

@@ -75,8 +75,8 @@ struct XdsCacheEntry {
   // The server in use for the entry (A71: its authority's active server):
   // its connectivity is the watchers' ambient error, its features apply.
   XdsServerState& server() const { return authority.active_server(); }
-  // A71 "Reservations": the data of a lower-priority server than the one the
-  // entry's state came from is not used. `server` must be in the authority.
+  // A71: the entry takes data (resources, errors, deletions) from the server
+  // its authority uses, whichever server set it before.
   bool TakesDataFrom(const XdsServerState& server) const;
 
   XdsCacheState state = XdsCacheState::kRequested;
@@ -85,6 +85,9 @@ struct XdsCacheEntry {
   std::string serialized;  // raw bytes, for CSDS (A40: "expose the xDS config as is")
   // The name of `serialized` came from a Resource wrapper, not from the bytes.
   bool named_by_wrapper = false;
+  // The server whose decode context turned `serialized` into `resource`
+  // (XdsDecodeContext: a Cluster's lrs_server `self` is that server).
+  const XdsServerState* decoded_from = nullptr;
   std::string version;
   std::chrono::system_clock::time_point last_updated{};
   // A88: "the most recent error seen": what the watchers were told (without
@@ -98,6 +101,7 @@ struct XdsCacheEntry {
   struct RejectedVersion {
     std::string serialized;
     bool named_by_wrapper = false;
+    const XdsServerState* decoded_from = nullptr;
     std::string details;
   };
   std::optional<RejectedVersion> rejected;
@@ -181,8 +185,8 @@ class XdsResourceCache {
                          bool named_by_wrapper, const std::string& version,
                          std::chrono::system_clock::time_point now);
   // The bytes of the entry's cached resource, or of its last rejected
-  // version, again (#9): the verdict they got before, with the new version
-  // and time for CSDS.
+  // version, again from the server that decoded them (#9): the verdict they
+  // got before, with the new version and time for CSDS.
   void OnAcceptedVersionResent(XdsCacheEntry& entry, const std::string& version,
                                std::chrono::system_clock::time_point now);
   void OnRejectedVersionResent(XdsCacheEntry& entry, const std::string& version,

@@ -1,8 +1,9 @@
 // A71 fallback between the servers of an authority, against two and three
 // fake control planes on loopback: when the client falls back (a
 // connectivity failure while a watched resource is not cached), what it takes
-// from the fallback server (only what is not cached, "Reservations"), and how
-// it switches back and closes the fallback stream.
+// from the fallback server (every watched resource: "will update the cache
+// based on the received responses"), and how it switches back and closes
+// the fallback stream.
 //
 // The servers' copies of a Cluster differ in connect_timeout (primary 1000
 // ms, secondary 2000 ms, tertiary 3000 ms), so each update names its source.
@@ -13,7 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "envoy/config/cluster/v3/cluster.pb.h"
 #include "uxds/xds_client_pool.h"
+#include "uxds/xds_resources.h"
 #include "xds_client_test_fixture.h"
 
 namespace uxds::testing {
@@ -147,10 +150,12 @@ TEST_F(XdsClientFallbackTest, EverythingCachedNeverFallsBack) {
 }
 
 // A71: "mid-config update": the primary names a new cluster (here: the
-// application watches c2 after c1) and dies before sending it. c2 comes from
-// the secondary; c1, cached from the primary, stays the primary's although
-// the secondary sends its own copy ("Reservations").
-TEST_F(XdsClientFallbackTest, MidUpdateOutageTakesTheNewClusterFromTheFallback) {
+// application watches c2 after c1) and dies before sending it. The client
+// "will subscribe to all watched resources on that server and will update
+// the cache based on the received responses": c2 comes from the secondary,
+// and so does the secondary's copy of c1, cached from the primary before
+// ("Config tears" are accepted for same-named resources).
+TEST_F(XdsClientFallbackTest, MidUpdateOutageTakesEveryWatchedResourceFromTheFallback) {
   ASSERT_TRUE(Serve(*cp_, {"c1"}, kPrimaryTimeoutMs, "p1"));
   ASSERT_TRUE(Serve(*secondary_, {"c1", "c2"}, kSecondaryTimeoutMs, "s1"));
   StartClient(MakeBootstrapWithServers({cp_->target(), secondary_->target()}));
@@ -162,16 +167,110 @@ TEST_F(XdsClientFallbackTest, MidUpdateOutageTakesTheNewClusterFromTheFallback) 
   TakeDown(*cp_);
 
   EXPECT_TRUE(NextIsCluster(*c2, "c2", kSecondaryTimeoutMs));
+  EXPECT_TRUE(NextIsCluster(*c1, "c1", kSecondaryTimeoutMs));
   // The secondary was asked for every watched resource.
   EXPECT_TRUE(WaitForRequest(*secondary_, kClusterTypeUrl, {"c1", "c2"}).has_value());
   Flush();
   EXPECT_TRUE(NoMoreEvents(*c1));
-  const XdsResourceSnapshot cached = Entry(kClusterTypeUrl, "c1");
-  EXPECT_EQ(cached.version, "p1");
-  EXPECT_EQ(cached.server_uri, cp_->target());
-  const XdsResourceSnapshot fallen_back = Entry(kClusterTypeUrl, "c2");
-  EXPECT_EQ(fallen_back.version, "s1");
-  EXPECT_EQ(fallen_back.server_uri, secondary_->target());
+  EXPECT_TRUE(NoMoreEvents(*c2));
+  for (const std::string name : {"c1", "c2"}) {
+    const XdsResourceSnapshot entry = Entry(kClusterTypeUrl, name);
+    EXPECT_EQ(entry.state, XdsCacheState::kAcked) << name;
+    EXPECT_EQ(entry.version, "s1") << name;
+    EXPECT_EQ(entry.server_uri, secondary_->target()) << name;
+  }
+}
+
+// A71 "update the cache based on the received responses" covers more than
+// new copies: the fallback's deletion of an LDS/CDS resource, its NACKed
+// copy and its TP3 error apply to resources cached from the primary as they
+// would to the fallback's own (A88: each a data error; without
+// fail_on_data_errors the cached resource stays in use, with the error as an
+// ambient error).
+TEST_F(XdsClientFallbackTest, TheFallbacksDeletionsAndErrorsApplyToWhatThePrimarySent) {
+  ASSERT_TRUE(Serve(*cp_, {"gone", "invalid", "failed"}, kPrimaryTimeoutMs, "p1"));
+  StartClient(MakeBootstrapWithServers({cp_->target(), secondary_->target()}));
+  auto gone = Watch(TestClusterType::Get(), "gone");
+  auto invalid = Watch(TestClusterType::Get(), "invalid");
+  auto failed = Watch(TestClusterType::Get(), "failed");
+  EXPECT_TRUE(NextIsCluster(*gone, "gone", kPrimaryTimeoutMs));
+  EXPECT_TRUE(NextIsCluster(*invalid, "invalid", kPrimaryTimeoutMs));
+  EXPECT_TRUE(NextIsCluster(*failed, "failed", kPrimaryTimeoutMs));
+  ASSERT_TRUE(cp_->IgnoreRequests(true, kClusterTypeUrl));
+  auto added = Watch(TestClusterType::Get(), "added");
+  ASSERT_TRUE(WaitForRequest(kClusterTypeUrl, {"gone", "invalid", "failed", "added"}).has_value());
+
+  // The secondary has no "gone", an invalid "invalid" (connect_timeout < 0)
+  // and an error for "failed".
+  constexpr int kPermissionDenied = 7;
+  ASSERT_TRUE(secondary_->SetResources(
+      kClusterTypeUrl,
+      {{"added", ResponseResource(ClusterAny("added", kSecondaryTimeoutMs))},
+       {"invalid", ResponseResource(ClusterAny("invalid", -1))}},
+      "s1", {{"failed", kPermissionDenied, "not for this node"}}));
+  TakeDown(*cp_);
+
+  EXPECT_TRUE(NextIsCluster(*added, "added", kSecondaryTimeoutMs));
+  EXPECT_TRUE(NextIsAmbient(*gone, StatusCode::kNotFound, "does not exist"));
+  EXPECT_TRUE(NextIsAmbient(*invalid, StatusCode::kInvalidArgument, "connect_timeout"));
+  EXPECT_TRUE(NextIsAmbient(*failed, StatusCode::kPermissionDenied, "not for this node"));
+  const std::pair<std::string, XdsCacheState> expected[] = {
+      {"gone", XdsCacheState::kDoesNotExist},
+      {"invalid", XdsCacheState::kNacked},
+      {"failed", XdsCacheState::kReceivedError},
+  };
+  for (const auto& [name, state] : expected) {
+    const XdsResourceSnapshot entry = Entry(kClusterTypeUrl, name);
+    EXPECT_EQ(entry.state, state) << name;
+    EXPECT_TRUE(entry.has_resource) << name << ": the primary's copy is still in use";
+    EXPECT_EQ(entry.server_uri, secondary_->target()) << name;
+  }
+}
+
+// A71's mid-update outage when the fallback's resources have other names:
+// the primary's c1 (alt_stat_name standing for the name of the resource it
+// leads to, as a Listener names its RouteConfiguration) now leads to "e2",
+// and the primary dies before sending e2. The secondary knows nothing of e2,
+// but its own c1 leads to "fe", which it has: taking c1 from the secondary
+// is what gets the client out of waiting for e2.
+TEST_F(XdsClientFallbackTest, AMidUpdateOutageWithOtherNamesOnTheFallbackRecovers) {
+  auto cluster_leading_to = [](const std::string& endpoints) {
+    return std::map<std::string, ResponseResource>{
+        {"c1", ResponseResource(ClusterAny("c1", kPrimaryTimeoutMs, endpoints))}};
+  };
+  ASSERT_TRUE(cp_->SetResources(kClusterTypeUrl, cluster_leading_to("e1"), "p1"));
+  ASSERT_TRUE(
+      cp_->SetResources(kEndpointsTypeUrl, {{"e1", ResponseResource(EndpointsAny("e1"))}}, "p1"));
+  ASSERT_TRUE(secondary_->SetResources(kClusterTypeUrl, cluster_leading_to("fe"), "s1"));
+  ASSERT_TRUE(secondary_->SetResources(kEndpointsTypeUrl,
+                                       {{"fe", ResponseResource(EndpointsAny("fe"))}}, "s1"));
+  StartClient(MakeBootstrapWithServers({cp_->target(), secondary_->target()}));
+  auto next_leads_to = [](ClusterWatcher& watcher) -> std::string {
+    auto event = watcher.Next();
+    if (!event.has_value() || event->kind != ClusterWatcher::Event::Kind::kResource) {
+      return event.has_value() ? event->ToString() : "no event";
+    }
+    return event->resource->alt_stat_name;
+  };
+  auto c1 = Watch(TestClusterType::Get(), "c1");
+  EXPECT_EQ(next_leads_to(*c1), "e1");
+  auto e1 = Watch(TestEndpointsType::Get(), "e1");
+  EXPECT_TRUE(NextIsEndpoints(*e1, "e1"));
+
+  // The update: c1 leads to e2, which the primary never sends.
+  ASSERT_TRUE(cp_->IgnoreRequests(true, kEndpointsTypeUrl));
+  ASSERT_TRUE(cp_->SetResources(kClusterTypeUrl, cluster_leading_to("e2"), "p2"));
+  EXPECT_EQ(next_leads_to(*c1), "e2");
+  auto e2 = Watch(TestEndpointsType::Get(), "e2");
+  CancelWatch(TestEndpointsType::Get(), "e1", e1.get());
+  ASSERT_TRUE(WaitForRequest(kEndpointsTypeUrl, {"e2"}).has_value());
+  TakeDown(*cp_);
+
+  // The secondary's c1 replaces the primary's, and what it leads to is there.
+  EXPECT_EQ(next_leads_to(*c1), "fe");
+  auto fe = Watch(TestEndpointsType::Get(), "fe");
+  EXPECT_TRUE(NextIsEndpoints(*fe, "fe"));
+  EXPECT_EQ(Entry(kEndpointsTypeUrl, "fe").server_uri, secondary_->target());
 }
 
 // A57 / A88 with A71: a primary that accepts the stream and never answers is
@@ -233,6 +332,61 @@ TEST_F(XdsClientFallbackTest, APrimaryWhoseHostDoesNotResolveFallsBackToTheNext)
   auto c1 = Watch(TestClusterType::Get(), "c1");
   EXPECT_TRUE(NextIsCluster(*c1, "c1", kSecondaryTimeoutMs));
   EXPECT_EQ(Entry(kClusterTypeUrl, "c1").server_uri, secondary_->target());
+}
+
+// #9's reuse of a verdict for re-sent bytes, with A71: the same Cluster bytes
+// decode differently on each server, since lrs_server `self` is the server
+// they came from (A27). After the switch back, the primary's byte-identical
+// copy of the fallback's Cluster reports load to the primary, as CSDS says.
+TEST_F(XdsClientFallbackTest, IdenticalClusterBytesFromThePrimaryReportLoadToThePrimary) {
+  envoy::config::cluster::v3::Cluster cluster;
+  cluster.set_name("c1");
+  cluster.set_type(envoy::config::cluster::v3::Cluster::EDS);
+  cluster.mutable_eds_cluster_config()->mutable_eds_config()->mutable_ads();
+  cluster.mutable_lrs_server()->mutable_self();
+  const std::map<std::string, ResponseResource> resources = {
+      {"c1", ResponseResource(kClusterTypeUrl, cluster.SerializeAsString())}};
+  auto next_lrs_server = [](RecordingWatcher<ClusterResource>& watcher) -> std::string {
+    auto event = watcher.Next();
+    if (!event.has_value()) return "no event";
+    if (event->kind != RecordingWatcher<ClusterResource>::Event::Kind::kResource) {
+      return event->ToString();
+    }
+    if (!event->resource->lrs_server.has_value()) return "no lrs_server";
+    return event->resource->lrs_server->server_uri;
+  };
+
+  ASSERT_TRUE(cp_->StopListening());
+  ASSERT_TRUE(secondary_->SetResources(kClusterTypeUrl, resources, "s1"));
+  StartClient(MakeBootstrapWithServers({cp_->target(), secondary_->target()}));
+  auto c1 = Watch(ClusterResourceType::Get(), "c1");
+  EXPECT_EQ(next_lrs_server(*c1), secondary_->target());
+  const std::optional<int64_t> fallback_stream = secondary_->WaitForStreamOpened(kWait);
+  ASSERT_TRUE(fallback_stream.has_value());
+
+  ASSERT_TRUE(cp_->SetResources(kClusterTypeUrl, resources, "p1"));
+  ASSERT_TRUE(cp_->RestartListening());
+  EXPECT_TRUE(secondary_->WaitForStreamClosed(kWait, *fallback_stream).has_value());
+  // The primary's response is decided (ACKed) before its watchers hear of it.
+  ASSERT_TRUE(cp_->NextRequestMatching(kWait,
+                                       [](const ObservedRequest& request) {
+                                         return request.type_url == kClusterTypeUrl &&
+                                                request.version_info == "p1";
+                                       })
+                  .has_value());
+  Flush();
+  // CSDS credits the primary, and the resource in use reports load to it.
+  const XdsResourceSnapshot entry = Entry(kClusterTypeUrl, "c1");
+  EXPECT_EQ(entry.version, "p1");
+  EXPECT_EQ(entry.server_uri, cp_->target());
+  EXPECT_NE(entry.resource_json.find("\"lrs_server\":\"" + cp_->target() + "\""), std::string::npos)
+      << entry.resource_json;
+  // The watcher is given the primary's resource: its lrs_server differs.
+  std::vector<RecordingWatcher<ClusterResource>::Event> events = c1->TakePending();
+  ASSERT_EQ(events.size(), 1u);
+  ASSERT_EQ(events[0].kind, RecordingWatcher<ClusterResource>::Event::Kind::kResource);
+  ASSERT_TRUE(events[0].resource->lrs_server.has_value());
+  EXPECT_EQ(events[0].resource->lrs_server->server_uri, cp_->target());
 }
 
 // A71 "per-target instances": two targets with their own XdsClient from one
