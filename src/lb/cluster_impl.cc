@@ -44,24 +44,24 @@ PickResult ClusterImplPicker::Pick(const PickArgs& args) const {
     }
   }
   // A32: over max_requests the call is dropped, before the child picks.
-  // gRPC reports these drops without a category.
-  if (counter_->Load() >= static_cast<int64_t>(max_requests_)) {
+  // gRPC reports these drops without a category. The check takes the slot
+  // in the same step (one sum of the counter's shards, one add); a pick
+  // the child does not complete gives it back.
+  if (!counter_->TryAcquire(max_requests_)) {
     if (drop_stats_ != nullptr) drop_stats_->uncategorized_drops().Add();
     return PickResult::Drop(&circuit_breaker_drop_);
   }
   PickResult result = child_->Pick(args);
-  if (result.kind == PickResult::Kind::kComplete) {
-    if (!counter_->TryAcquire(max_requests_)) {
-      if (drop_stats_ != nullptr) drop_stats_->uncategorized_drops().Add();
-      return PickResult::Drop(&circuit_breaker_drop_);
-    }
-    result.call_counter = counter_.get();
-    if (!locality_by_index_.empty()) {
-      // A42: the call counts in the locality of the endpoint the child
-      // picked, from now until the channel reports its end (CallFinished).
-      result.locality_stats = LocalityOf(*result.endpoint);
-      if (result.locality_stats != nullptr) result.locality_stats->CallStarted();
-    }
+  if (result.kind != PickResult::Kind::kComplete) {
+    counter_->Release();
+    return result;
+  }
+  result.call_counter = counter_.get();
+  if (!locality_by_index_.empty()) {
+    // A42: the call counts in the locality of the endpoint the child
+    // picked, from now until the channel reports its end (CallFinished).
+    result.locality_stats = LocalityOf(*result.endpoint);
+    if (result.locality_stats != nullptr) result.locality_stats->CallStarted();
   }
   return result;
 }
