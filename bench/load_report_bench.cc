@@ -45,11 +45,12 @@ struct Setup {
     ClusterLoadCounters load;
     if (lrs) {
       load.drops = stats;
+      std::vector<std::pair<uint32_t, std::shared_ptr<LocalityLoadStats>>> localities;
       for (int i = 0; i < kEndpoints; ++i) {
-        load.localities.emplace_back(
-            endpoints[i].index,
-            stats->Locality(LocalityName{"r", "z" + std::to_string(i / 4), ""}));
+        localities.emplace_back(endpoints[i].index, stats->Locality(LocalityName{
+                                                        "r", "z" + std::to_string(i / 4), ""}));
       }
+      load.localities = std::make_shared<const LocalityTable>(std::move(localities));
     }
     ClusterImplConfig config;
     config.counter = std::make_shared<CallCounter>();

@@ -128,17 +128,29 @@ class PickerSlot {
   // began before the swap is still open.
   void Publish(const Picker* picker);
   // Control thread: deletes retired pickers no reader can see any more.
-  // Returns how many are still waiting.
+  // Returns how many are still waiting. What an earlier Reclaim() of any
+  // slot proved unreachable goes without a system call; otherwise it looks
+  // at every reader, which costs a membarrier (a barrier on every CPU that
+  // runs a thread of the process): callers batch their calls (a timer, or
+  // every so many retirements), not one per Publish().
   size_t Reclaim();
-  size_t retired() const;
+  // Retired pickers not deleted yet.
+  size_t retired() const { return retired_count_; }
+  // How many Reclaim() calls of the process (every slot) had to look at the
+  // readers (each a membarrier where available).
+  static uint64_t reader_scans();
 
  private:
   friend class PickScope;
   struct Retired;
+  // Deletes the retired pickers with an epoch below `bound`; how many are
+  // left.
+  size_t FreeBelow(uint64_t bound);
   // Read by every pick; a line of its own, apart from what only the
   // control thread writes.
   alignas(64) std::atomic<const Picker*> current_{nullptr};
   alignas(64) Retired* retired_ = nullptr;  // control thread only
+  size_t retired_count_ = 0;                // control thread only
 };
 
 // A read-side section on the calling thread. Scopes nest; a thread may have

@@ -115,6 +115,13 @@ class ClientStream {
   std::unique_ptr<Impl> impl_;
 };
 
+class Channel;
+namespace client_internal {
+// Tests: how many pickers the tree of cluster `cluster` has published (-1:
+// the channel has no tree for it). On the channel's loop.
+int64_t PickersPublished(const Channel& channel, std::string_view cluster);
+}  // namespace client_internal
+
 class Channel {
  public:
   static StatusOr<std::unique_ptr<Channel>> Create(Loop& loop, std::string_view target,
@@ -147,6 +154,8 @@ class Channel {
   struct Impl;
 
  private:
+  friend int64_t client_internal::PickersPublished(const Channel& channel,
+                                                   std::string_view cluster);
   explicit Channel(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

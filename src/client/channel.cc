@@ -73,6 +73,27 @@ std::pair<std::string, std::string> SplitHostPort(const std::string& host_port) 
   return {host, host_port.substr(colon + 1)};
 }
 
+// One resource set a cluster's tree is built from: a cluster (or an
+// aggregate cluster's leaf) with its Cluster and endpoints (null: none).
+struct ClusterSource {
+  std::string name;
+  std::shared_ptr<const ClusterResource> cluster;
+  std::shared_ptr<const EndpointResource> endpoints;
+};
+
+// The XdsClient hands out the same object while a resource is unchanged;
+// an equal one sent again compares equal too (deep operator==, so an
+// identical update rebuilds nothing).
+template <typename T>
+bool SameResource(const std::shared_ptr<const T>& a, const std::shared_ptr<const T>& b) {
+  return a == b || (a != nullptr && b != nullptr && *a == *b);
+}
+
+bool operator==(const ClusterSource& a, const ClusterSource& b) {
+  return a.name == b.name && SameResource(a.cluster, b.cluster) &&
+         SameResource(a.endpoints, b.endpoints);
+}
+
 }  // namespace
 
 struct Channel::Impl {
@@ -85,6 +106,9 @@ struct Channel::Impl {
     std::unique_ptr<ClusterLoadBalancer> lb;
     Status error;
     std::string note;
+    // The resources `lb` was last updated with: a config that brings the
+    // same ones leaves the tree alone.
+    std::vector<ClusterSource> sources;
   };
 
   Loop& loop;
@@ -178,11 +202,22 @@ struct Channel::Impl {
     if (!it->second.ok()) {
       ClusterState& state = clusters[name];
       state.lb.reset();
+      state.sources.clear();
       state.error = Status(StatusCode::kUnavailable, it->second.status().message());
       return;
     }
     const XdsConfig::ClusterConfig& cluster = *it->second;
+    // A config usually changes one resource: a cluster whose Cluster and
+    // endpoints (and, for an aggregate cluster, its leaves') are the ones
+    // its tree has keeps its tree and picker; only its note may change.
+    std::vector<ClusterSource> sources = SourcesOf(name, cluster);
+    if (auto found = clusters.find(name); found != clusters.end() && found->second.lb != nullptr &&
+                                          found->second.sources == sources) {
+      found->second.note = NoteOf(cluster);
+      return;
+    }
     ClusterState& state = EnsureCluster(name);
+    state.sources = std::move(sources);
     if (const auto* endpoint_config =
             std::get_if<XdsConfig::ClusterConfig::EndpointConfig>(&cluster.children)) {
       state.note = endpoint_config->resolution_note;
@@ -223,6 +258,51 @@ struct Channel::Impl {
     // priority (every pick then fails anyway): no drops, no load report.
     state.lb->Update(*cluster.cluster, combined, ClusterImplConfigFor(name, *cluster.cluster, {}),
                      std::move(by_priority));
+  }
+
+  // The resolution note a cluster's failed picks carry: its own, or an
+  // aggregate cluster's first leaf's.
+  std::string NoteOf(const XdsConfig::ClusterConfig& cluster) const {
+    if (const auto* endpoint_config =
+            std::get_if<XdsConfig::ClusterConfig::EndpointConfig>(&cluster.children)) {
+      return endpoint_config->resolution_note;
+    }
+    for (const std::string& leaf :
+         std::get<XdsConfig::ClusterConfig::AggregateConfig>(cluster.children).leaf_clusters) {
+      auto leaf_it = config->clusters.find(leaf);
+      if (leaf_it == config->clusters.end() || !leaf_it->second.ok()) continue;
+      const auto* leaf_endpoints =
+          std::get_if<XdsConfig::ClusterConfig::EndpointConfig>(&leaf_it->second->children);
+      if (leaf_endpoints != nullptr && !leaf_endpoints->resolution_note.empty()) {
+        return leaf_endpoints->resolution_note;
+      }
+    }
+    return "";
+  }
+
+  // What UpdateCluster() builds cluster `name`'s tree from: the cluster,
+  // then (aggregate, A37) each leaf in order, with what it has of each.
+  std::vector<ClusterSource> SourcesOf(const std::string& name,
+                                       const XdsConfig::ClusterConfig& cluster) const {
+    std::vector<ClusterSource> sources;
+    if (const auto* endpoint_config =
+            std::get_if<XdsConfig::ClusterConfig::EndpointConfig>(&cluster.children)) {
+      sources.push_back(ClusterSource{name, cluster.cluster, endpoint_config->endpoints});
+      return sources;
+    }
+    sources.push_back(ClusterSource{name, cluster.cluster, nullptr});
+    for (const std::string& leaf :
+         std::get<XdsConfig::ClusterConfig::AggregateConfig>(cluster.children).leaf_clusters) {
+      ClusterSource& source = sources.emplace_back(ClusterSource{leaf, nullptr, nullptr});
+      auto leaf_it = config->clusters.find(leaf);
+      if (leaf_it == config->clusters.end() || !leaf_it->second.ok()) continue;
+      const auto* leaf_endpoints =
+          std::get_if<XdsConfig::ClusterConfig::EndpointConfig>(&leaf_it->second->children);
+      if (leaf_endpoints == nullptr) continue;
+      source.cluster = leaf_it->second->cluster;
+      source.endpoints = leaf_endpoints->endpoints;
+    }
+    return sources;
   }
 
   // The cluster_impl config of cluster `name`: its drops, its max_requests
@@ -566,6 +646,13 @@ Task<StatusOr<Channel::Impl::PickedEndpoint>> Channel::Impl::PickForCall(
     }
     co_return picked;
   }
+}
+
+int64_t client_internal::PickersPublished(const Channel& channel, std::string_view cluster) {
+  const auto& clusters = channel.impl_->clusters;
+  auto it = clusters.find(cluster);
+  if (it == clusters.end() || it->second.lb == nullptr) return -1;
+  return static_cast<int64_t>(it->second.lb->pickers_published());
 }
 
 namespace {

@@ -3,8 +3,17 @@
 //
 // Counting every call on one atomic would put a read-modify-write on a line
 // every picking thread writes. The count is split into per-thread-group
-// shards on lines of their own; a check sums them. Like gRPC's check, it is
-// approximate under races (two threads may both pass at the limit).
+// shards on lines of their own; a check sums them.
+//
+// A32: a pick checks and takes its slot in one TryAcquire(): one sum of the
+// shards, then one add to the thread's own. Alone, it is exact: at
+// max_requests in flight the next pick is refused, and it is admitted again
+// once one ends. Under races it errs as gRPC's check does, never the other
+// way: threads that sum before each other's add may all pass, so the count
+// can exceed max_requests by at most the number of threads picking at once
+// less one; a pick is refused only when the sum it read was at the limit
+// (cluster_impl takes the slot before its child picks, and gives it back
+// at once if the child does not complete the pick).
 #pragma once
 
 #include <atomic>
@@ -21,7 +30,8 @@ namespace uxds {
 // after the policies that counted it are gone.
 class CallCounter : public std::enable_shared_from_this<CallCounter> {
  public:
-  // Counts one call unless `max_requests` are already counted.
+  // Counts one call unless `max_requests` are already counted (the check
+  // and the take of A32, once per pick).
   bool TryAcquire(uint32_t max_requests);
   void Release();
   int64_t Load() const;

@@ -11,27 +11,37 @@ ClusterImplPicker::ClusterImplPicker(const ClusterImplConfig& config,
       child_(std::move(child)),
       // gRPC's texts for both kinds of drop.
       circuit_breaker_drop_(UnavailableError("circuit breaker drop")),
-      drop_stats_(std::move(load.drops)) {
+      drop_stats_(std::move(load.drops)),
+      localities_(std::move(load.localities)) {
   drops_.reserve(config.drops.size());
   for (const auto& d : config.drops) {
     drops_.push_back(
         Drop{d.requests_per_million, UnavailableError("EDS-configured drop: " + d.category),
              drop_stats_ != nullptr ? drop_stats_->DropCategory(d.category) : nullptr});
   }
-  if (load.localities.empty()) return;
+  if (localities_ != nullptr && !localities_->by_index().empty()) {
+    first_index_ = localities_->first_index();
+    locality_count_ = static_cast<uint32_t>(localities_->by_index().size());
+    locality_by_index_ = localities_->by_index().data();
+  }
+}
+
+LocalityTable::LocalityTable(
+    std::vector<std::pair<uint32_t, std::shared_ptr<LocalityLoadStats>>> entries) {
+  if (entries.empty()) return;
   // Endpoint indices are dense per pool, and a cluster's endpoints were
   // mostly made together: the span they cover is short.
   auto [lowest, highest] =
-      std::minmax_element(load.localities.begin(), load.localities.end(),
+      std::minmax_element(entries.begin(), entries.end(),
                           [](const auto& a, const auto& b) { return a.first < b.first; });
   first_index_ = lowest->first;
-  locality_by_index_.assign(size_t{highest->first} - first_index_ + 1, nullptr);
-  localities_.reserve(load.localities.size());
-  for (auto& [index, stats] : load.localities) {
-    LocalityLoadStats*& slot = locality_by_index_[index - first_index_];
+  by_index_.assign(size_t{highest->first} - first_index_ + 1, nullptr);
+  owned_.reserve(entries.size());
+  for (auto& [index, stats] : entries) {
+    LocalityLoadStats*& slot = by_index_[index - first_index_];
     // An address listed twice counts where it was listed first.
     if (slot == nullptr) slot = stats.get();
-    localities_.push_back(std::move(stats));
+    owned_.push_back(std::move(stats));
   }
 }
 
@@ -44,24 +54,24 @@ PickResult ClusterImplPicker::Pick(const PickArgs& args) const {
     }
   }
   // A32: over max_requests the call is dropped, before the child picks.
-  // gRPC reports these drops without a category.
-  if (counter_->Load() >= static_cast<int64_t>(max_requests_)) {
+  // gRPC reports these drops without a category. The check takes the slot
+  // in the same step (one sum of the counter's shards, one add); a pick
+  // the child does not complete gives it back.
+  if (!counter_->TryAcquire(max_requests_)) {
     if (drop_stats_ != nullptr) drop_stats_->uncategorized_drops().Add();
     return PickResult::Drop(&circuit_breaker_drop_);
   }
   PickResult result = child_->Pick(args);
-  if (result.kind == PickResult::Kind::kComplete) {
-    if (!counter_->TryAcquire(max_requests_)) {
-      if (drop_stats_ != nullptr) drop_stats_->uncategorized_drops().Add();
-      return PickResult::Drop(&circuit_breaker_drop_);
-    }
-    result.call_counter = counter_.get();
-    if (!locality_by_index_.empty()) {
-      // A42: the call counts in the locality of the endpoint the child
-      // picked, from now until the channel reports its end (CallFinished).
-      result.locality_stats = LocalityOf(*result.endpoint);
-      if (result.locality_stats != nullptr) result.locality_stats->CallStarted();
-    }
+  if (result.kind != PickResult::Kind::kComplete) {
+    counter_->Release();
+    return result;
+  }
+  result.call_counter = counter_.get();
+  if (locality_count_ != 0) {
+    // A42: the call counts in the locality of the endpoint the child
+    // picked, from now until the channel reports its end (CallFinished).
+    result.locality_stats = LocalityOf(*result.endpoint);
+    if (result.locality_stats != nullptr) result.locality_stats->CallStarted();
   }
   return result;
 }

@@ -17,13 +17,38 @@
 
 namespace uxds {
 
-// The load report counters a picker writes (all null/empty: no LRS).
+// A42: per Endpoint::index, the stats of the endpoint's locality. Built on
+// the control thread when the endpoints (or the pool's subchannels) change,
+// and shared by every picker made until then: a report makes a picker
+// without walking the endpoints.
+class LocalityTable {
+ public:
+  // (Endpoint::index, stats) pairs; an index listed twice counts where it
+  // was listed first.
+  explicit LocalityTable(
+      std::vector<std::pair<uint32_t, std::shared_ptr<LocalityLoadStats>>> entries);
+  LocalityTable(const LocalityTable&) = delete;
+  LocalityTable& operator=(const LocalityTable&) = delete;
+
+  uint32_t first_index() const { return first_index_; }
+  // Indexed by Endpoint::index - first_index() (null: not counted).
+  const std::vector<LocalityLoadStats*>& by_index() const { return by_index_; }
+
+ private:
+  uint32_t first_index_ = 0;
+  std::vector<LocalityLoadStats*> by_index_;
+  // Keeps what by_index_ points to alive.
+  std::vector<std::shared_ptr<LocalityLoadStats>> owned_;
+};
+
+// The load report counters a picker writes (all null: no LRS).
 struct ClusterLoadCounters {
   // Where drops count (null: drops are not reported).
   std::shared_ptr<ClusterLoadStats> drops;
-  // Per Endpoint::index, the stats of the endpoint's locality. An aggregate
-  // cluster's endpoints count in the localities of their leaf clusters (A37).
-  std::vector<std::pair<uint32_t, std::shared_ptr<LocalityLoadStats>>> localities;
+  // Where picked calls count, by endpoint (null: not counted). An aggregate
+  // cluster's endpoints count in the localities of their leaf clusters
+  // (A37).
+  std::shared_ptr<const LocalityTable> localities;
 };
 
 // A37 xds_cluster_impl: what the picks of one cluster are subject to. An
@@ -57,7 +82,7 @@ class ClusterImplPicker final : public Picker {
   // the index the endpoint carries (no hash, no search on the data path).
   LocalityLoadStats* LocalityOf(const Endpoint& endpoint) const {
     const uint32_t slot = endpoint.index - first_index_;
-    return slot < locality_by_index_.size() ? locality_by_index_[slot] : nullptr;
+    return slot < locality_count_ ? locality_by_index_[slot] : nullptr;
   }
 
   std::vector<Drop> drops_;
@@ -66,11 +91,12 @@ class ClusterImplPicker final : public Picker {
   std::shared_ptr<const Picker> child_;
   Status circuit_breaker_drop_;
   std::shared_ptr<ClusterLoadStats> drop_stats_;
-  // Indexed by Endpoint::index - first_index_ (null: not counted).
+  // The table's array, copied out of it so that a pick reads it without
+  // going through the table (0 entries: calls are not counted).
   uint32_t first_index_ = 0;
-  std::vector<LocalityLoadStats*> locality_by_index_;
-  // Keeps what locality_by_index_ points to alive.
-  std::vector<std::shared_ptr<LocalityLoadStats>> localities_;
+  uint32_t locality_count_ = 0;
+  LocalityLoadStats* const* locality_by_index_ = nullptr;
+  std::shared_ptr<const LocalityTable> localities_;
 };
 
 }  // namespace uxds

@@ -8,10 +8,18 @@
 namespace uxds {
 
 namespace {
-// How often retired pickers are looked at again while some remain: readers
-// hold a scope for the length of one pick, so one retry almost always
-// frees them.
-constexpr std::chrono::milliseconds kReclaimRetry{1};
+// Retired pickers are reclaimed this long after the first of a batch, and
+// again as long as some remain: readers hold a scope for the length of one
+// pick, so one look almost always frees them. Reports in the meantime
+// (a config touching many clusters, subchannels changing state) share the
+// look, and so its membarrier: the clusters' timers that fire in one turn
+// cost one scan of the readers (PickerSlot keeps the bound it proved).
+constexpr std::chrono::milliseconds kReclaimDelay{1};
+// Reports that retire this many pickers before the timer fires reclaim at
+// once, so memory stays bounded whatever the report rate; counted from
+// what a scan left waiting (readers stuck in a scope), so such readers do
+// not bring back one scan per report.
+constexpr size_t kReclaimBatch = 64;
 }  // namespace
 
 ClusterLoadBalancer::ClusterLoadBalancer(Loop& loop, std::shared_ptr<SubchannelPool> pool,
@@ -19,7 +27,8 @@ ClusterLoadBalancer::ClusterLoadBalancer(Loop& loop, std::shared_ptr<SubchannelP
     : loop_(loop),
       pool_(std::move(pool)),
       base_options_(std::move(options)),
-      reclaim_timer_(loop) {}
+      reclaim_timer_(loop),
+      reclaim_at_(kReclaimBatch) {}
 
 ClusterLoadBalancer::~ClusterLoadBalancer() {
   reclaim_timer_.Cancel();
@@ -65,7 +74,7 @@ void ClusterLoadBalancer::Update(
     std::vector<std::shared_ptr<const ClusterImplConfig>> by_priority) {
   own_ = std::move(own);
   by_priority_ = std::move(by_priority);
-  endpoint_localities_.clear();
+  std::vector<std::pair<std::string, std::shared_ptr<LocalityLoadStats>>> endpoint_localities;
   for (size_t p = 0; p < endpoints.priorities.size(); ++p) {
     const std::shared_ptr<ClusterLoadStats>& stats = ConfigOf(static_cast<int>(p)).load;
     if (stats == nullptr) continue;
@@ -75,9 +84,13 @@ void ClusterLoadBalancer::Update(
         if (e.addresses.empty()) continue;
         // The address as the subchannel spells it.
         auto address = SocketAddress::Parse(e.addresses.front());
-        if (address.ok()) endpoint_localities_.emplace_back(address->ToString(), locality_stats);
+        if (address.ok()) endpoint_localities.emplace_back(address->ToString(), locality_stats);
       }
     }
+  }
+  if (endpoint_localities != endpoint_localities_) {
+    endpoint_localities_ = std::move(endpoint_localities);
+    locality_table_ = nullptr;
   }
   if (!have_tree_ || !(cluster.lb_policy == lb_config_)) {
     lb_config_ = cluster.lb_policy;
@@ -98,18 +111,26 @@ const ClusterImplConfig& ClusterLoadBalancer::ConfigOf(int priority) const {
   return *own_;
 }
 
-ClusterLoadCounters ClusterLoadBalancer::LoadCounters(const ClusterImplConfig& config) const {
+ClusterLoadCounters ClusterLoadBalancer::LoadCounters(const ClusterImplConfig& config) {
   ClusterLoadCounters counters;
   counters.drops = config.load;
-  counters.localities.reserve(endpoint_localities_.size());
-  for (const auto& [address, stats] : endpoint_localities_) {
-    // Endpoints the policies have made a subchannel for: only those can be
-    // picked (a priority not started yet has none; its first report comes
-    // with a new picker).
-    if (const Subchannel* s = pool_->Find(address)) {
-      counters.localities.emplace_back(s->endpoint().index, stats);
+  if (endpoint_localities_.empty()) return counters;
+  // The table depends on the endpoints and on which of them have a
+  // subchannel: rebuilt only when either changed, not per report.
+  if (locality_table_ == nullptr || table_pool_version_ != pool_->version()) {
+    std::vector<std::pair<uint32_t, std::shared_ptr<LocalityLoadStats>>> entries;
+    entries.reserve(endpoint_localities_.size());
+    for (const auto& [address, stats] : endpoint_localities_) {
+      // Endpoints the policies have made a subchannel for: only those can
+      // be picked (a priority not started yet has none; its first report
+      // comes with a new picker, and its subchannels with a new version).
+      if (const Subchannel* s = pool_->Find(address))
+        entries.emplace_back(s->endpoint().index, stats);
     }
+    locality_table_ = std::make_shared<const LocalityTable>(std::move(entries));
+    table_pool_version_ = pool_->version();
   }
+  counters.localities = locality_table_;
   return counters;
 }
 
@@ -155,13 +176,20 @@ void ClusterLoadBalancer::OnReport(ConnectivityState state, const Status& status
   // cluster_impl on the pick path, as a plain cluster has.
   const ClusterImplConfig& config = ConfigOf(priority_->current_priority());
   slot_.Publish(new ClusterImplPicker(config, std::move(picker), LoadCounters(config)));
+  ++pickers_published_;
   ScheduleReclaim();
   if (observer_) observer_(state, status);
 }
 
 void ClusterLoadBalancer::ScheduleReclaim() {
-  if (slot_.Reclaim() == 0 || reclaim_timer_.pending()) return;
-  reclaim_timer_.Start(kReclaimRetry, [this] { ScheduleReclaim(); });
+  if (slot_.retired() >= reclaim_at_) Reclaim();
+  if (slot_.retired() == 0 || reclaim_timer_.pending()) return;
+  reclaim_timer_.Start(kReclaimDelay, [this] {
+    Reclaim();
+    ScheduleReclaim();
+  });
 }
+
+void ClusterLoadBalancer::Reclaim() { reclaim_at_ = slot_.Reclaim() + kReclaimBatch; }
 
 }  // namespace uxds

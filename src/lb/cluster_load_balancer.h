@@ -63,6 +63,8 @@ class ClusterLoadBalancer {
   // In-flight calls counted against the cluster's own max_requests.
   int64_t calls_in_flight() const { return own_->counter->Load(); }
   const PriorityPolicy* priority() const { return priority_.get(); }
+  // Pickers published so far (one per report of the tree).
+  uint64_t pickers_published() const { return pickers_published_; }
 
   // A27: usable endpoints (HEALTHY / UNKNOWN) of each priority, as the
   // policies see them; an endpoint's first address is used (A61's
@@ -73,8 +75,11 @@ class ClusterLoadBalancer {
   void BuildTree(const LbPolicyOptions& options);
   void OnReport(ConnectivityState state, const Status& status,
                 std::shared_ptr<const Picker> picker);
+  // After a Publish(): reclaims now if the batch is full, else makes sure
+  // the reclaim timer runs.
   void ScheduleReclaim();
-  ClusterLoadCounters LoadCounters(const ClusterImplConfig& config) const;
+  void Reclaim();
+  ClusterLoadCounters LoadCounters(const ClusterImplConfig& config);
   const ClusterImplConfig& ConfigOf(int priority) const;
 
   Loop& loop_;
@@ -95,8 +100,15 @@ class ClusterLoadBalancer {
   // Each endpoint address with the stats of its locality (in the load
   // report of its priority's cluster).
   std::vector<std::pair<std::string, std::shared_ptr<LocalityLoadStats>>> endpoint_localities_;
+  // A42: endpoint_localities_ by Endpoint::index, for the pickers; made for
+  // the pool as it was at table_pool_version_ (null: to be made).
+  std::shared_ptr<const LocalityTable> locality_table_;
+  uint64_t table_pool_version_ = 0;
   PickerSlot slot_;
   Timer reclaim_timer_;
+  // ScheduleReclaim() reclaims at once when this many pickers are retired.
+  size_t reclaim_at_ = 0;
+  uint64_t pickers_published_ = 0;
   ConnectivityState state_ = ConnectivityState::kIdle;
   Status status_;
   StateObserver observer_;

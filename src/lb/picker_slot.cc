@@ -12,13 +12,18 @@
 // thread of the process, so readers need only a compiler barrier (the
 // asymmetric scheme of liburcu's "memb" flavour). Where membarrier is not
 // available (old kernel, seccomp), readers fall back to a full fence.
+//
+// A scan's result outlives it: every picker retired before the scan with an
+// epoch below both the oldest open scope's and the epoch read before the
+// scan is unreachable, whichever slot it was retired from. The bound is
+// kept, so a Reclaim() that finds everything below it frees without a
+// system call (many balancers' pickers retired in one turn cost one scan).
 #include <linux/membarrier.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <limits>
 #include <mutex>
 
 #include "uxds/channel.h"
@@ -42,6 +47,9 @@ struct alignas(64) Epoch {
 };
 Epoch g_epoch;
 std::atomic<ReaderRecord*> g_records{nullptr};
+// A picker retired with an epoch below it is unreachable (only grows).
+std::atomic<uint64_t> g_reclaim_bound{0};
+std::atomic<uint64_t> g_reader_scans{0};
 
 bool RegisterMembarrier() {
   const long supported = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0);
@@ -111,15 +119,27 @@ void HeavyBarrier() {
   }
 }
 
-// The smallest epoch any open scope started in; max() when none is open.
-uint64_t OldestActiveEpoch() {
+// An epoch below which every retired picker is unreachable: the smallest
+// epoch any open scope started in, and no more than the epoch before the
+// scan (a picker retired after that has an epoch at or above it; a scope
+// opened after the scan reads an epoch at or above it too). Also raises
+// g_reclaim_bound to it.
+uint64_t ScanReaders() {
+  const uint64_t now = g_epoch.value.load(std::memory_order_acquire);
   HeavyBarrier();
-  uint64_t oldest = std::numeric_limits<uint64_t>::max();
+  g_reader_scans.fetch_add(1, std::memory_order_relaxed);
+  uint64_t bound = now;
   for (ReaderRecord* r = g_records.load(std::memory_order_acquire); r != nullptr; r = r->next) {
     const uint64_t e = r->epoch.load(std::memory_order_acquire);
-    if (e != 0) oldest = std::min(oldest, e);
+    if (e != 0) bound = std::min(bound, e);
   }
-  return oldest;
+  // Release: a control thread that frees by this bound (acquire) comes
+  // after the scopes this scan saw end.
+  uint64_t known = g_reclaim_bound.load(std::memory_order_relaxed);
+  while (known < bound && !g_reclaim_bound.compare_exchange_weak(
+                              known, bound, std::memory_order_acq_rel, std::memory_order_relaxed)) {
+  }
+  return bound;
 }
 
 }  // namespace
@@ -162,31 +182,31 @@ void PickerSlot::Publish(const Picker* picker) {
   // A reader that reads the incremented epoch also sees the new pointer.
   const uint64_t epoch = g_epoch.value.fetch_add(1, std::memory_order_acq_rel);
   retired_ = new Retired{old, epoch, retired_};
+  ++retired_count_;
+}
+
+size_t PickerSlot::FreeBelow(uint64_t bound) {
+  for (Retired** link = &retired_; *link != nullptr;) {
+    Retired* r = *link;
+    if (r->epoch < bound) {
+      *link = r->next;
+      delete r->picker;
+      delete r;
+      --retired_count_;
+    } else {
+      link = &r->next;
+    }
+  }
+  return retired_count_;
 }
 
 size_t PickerSlot::Reclaim() {
   if (retired_ == nullptr) return 0;
-  const uint64_t oldest = OldestActiveEpoch();
-  size_t waiting = 0;
-  for (Retired** link = &retired_; *link != nullptr;) {
-    Retired* r = *link;
-    if (r->epoch < oldest) {
-      *link = r->next;
-      delete r->picker;
-      delete r;
-    } else {
-      ++waiting;
-      link = &r->next;
-    }
-  }
-  return waiting;
+  if (FreeBelow(g_reclaim_bound.load(std::memory_order_acquire)) == 0) return 0;
+  return FreeBelow(ScanReaders());
 }
 
-size_t PickerSlot::retired() const {
-  size_t n = 0;
-  for (Retired* r = retired_; r != nullptr; r = r->next) ++n;
-  return n;
-}
+uint64_t PickerSlot::reader_scans() { return g_reader_scans.load(std::memory_order_relaxed); }
 
 PickScope::PickScope(const PickerSlot& slot) {
   ThreadRecord& t = CurrentThreadRecord();

@@ -158,6 +158,7 @@ SubchannelRef SubchannelPool::Get(const SocketAddress& address) {
     it = subchannels_
              .emplace(key, std::unique_ptr<Subchannel>(new Subchannel(*this, address, index)))
              .first;
+    ++version_;
     Subchannel& s = *it->second;
     s.group_->Spawn(s.Run());
   }
@@ -188,6 +189,7 @@ void SubchannelPool::Release(Subchannel* s) {
   // draining now removes it from the stack for good.
   if (s->request_queued_.load(std::memory_order_acquire)) DrainRequests();
   std::unique_ptr<Subchannel> released = std::move(subchannels_.extract(s->address()).mapped());
+  ++version_;
   // No picker can return `s` any more (a picker holds a reference to each
   // endpoint it returns), so its index is free. A cluster_impl picker whose
   // locality table still lists the index never sees the endpoint that takes

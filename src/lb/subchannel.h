@@ -151,6 +151,10 @@ class SubchannelPool : public std::enable_shared_from_this<SubchannelPool> {
   // SocketAddress::ToString() spells it), or nullptr.
   const Subchannel* Find(const std::string& address) const;
   size_t size() const { return subchannels_.size(); }
+  // Changes whenever a subchannel is made or released (and so whenever an
+  // address's Endpoint::index may change): what callers derived from Find()
+  // holds while it stays the same.
+  uint64_t version() const { return version_; }
   Loop& loop() const { return loop_; }
   const SubchannelOptions& options() const { return options_; }
 
@@ -179,6 +183,7 @@ class SubchannelPool : public std::enable_shared_from_this<SubchannelPool> {
   // dense (as many as the pool's largest size).
   std::vector<uint32_t> free_indices_;  // a min-heap
   uint32_t next_index_ = 0;
+  uint64_t version_ = 0;
   // Owns each released subchannel whose tasks still run, until they end;
   // the teardown's joins of the subchannels' tasks run here too.
   std::unique_ptr<TaskGroup> reapers_;

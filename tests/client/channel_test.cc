@@ -52,6 +52,53 @@ TEST_F(ChannelTest, CallsAreRoutedByPath) {
   }
 }
 
+// A config that changes one cluster's endpoints leaves every other
+// cluster's tree as it is: no update, no new picker.
+TEST_F(ChannelTest, AConfigChangingOneClusterLeavesTheOtherClustersTreesAlone) {
+  ASSERT_TRUE(cp_->SetResources(
+      kLdsType,
+      {{"svc",
+        ApiListenerWithRoutes("svc", "svc",
+                              {{"/grpc.testing.TestService/EmptyCall", "empty"}, {"", "main"}})}},
+      "1"));
+  ASSERT_TRUE(cp_->SetResources(
+      kCdsType,
+      {{"empty", ValidCluster("empty", "s-empty")}, {"main", ValidCluster("main", "s-main")}},
+      "1"));
+  ASSERT_TRUE(cp_->SetResources(kEdsType,
+                                {{"s-empty", EndpointsAt("s-empty", {addresses_[2]})},
+                                 {"s-main", EndpointsAt("s-main", {addresses_[0]})}},
+                                "1"));
+  CreateChannel("xds:///svc");
+  auto published = [&](const std::string& cluster) {
+    return RunOnControl<int64_t>([&]() -> Task<int64_t> {
+      co_return client_internal::PickersPublished(*channel_, cluster);
+    });
+  };
+  ASSERT_TRUE(Call(test_service::kEmptyCall).ok());
+  ASSERT_TRUE(Call(test_service::kUnaryCall).ok());
+  // Both trees READY: nothing changes any more on its own.
+  std::this_thread::sleep_for(milliseconds(100));
+  const int64_t main_before = published("main");
+  const int64_t empty_before = published("empty");
+  ASSERT_GT(main_before, 0);
+  ASSERT_TRUE(cp_->SetResources(kEdsType,
+                                {{"s-empty", EndpointsAt("s-empty", {addresses_[1]})},
+                                 {"s-main", EndpointsAt("s-main", {addresses_[0]})}},
+                                "2"));
+  for (int i = 0; i < 200; ++i) {
+    auto empty = Call(test_service::kEmptyCall);
+    if (empty.ok() && empty->peer == addresses_[1]) break;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  ASSERT_EQ(Call(test_service::kEmptyCall)->peer, addresses_[1]);
+  EXPECT_GT(published("empty"), empty_before);
+  EXPECT_EQ(published("main"), main_before);
+  auto unary = Call(test_service::kUnaryCall);
+  ASSERT_TRUE(unary.ok()) << unary.status().ToString();
+  EXPECT_EQ(unary->peer, addresses_[0]);
+}
+
 // A42: a header hash policy over a RING_HASH cluster: the same value always
 // reaches the same backend; different values spread over the backends.
 TEST_F(ChannelTest, RingHashKeepsAHeaderValueOnOneBackend) {

@@ -384,6 +384,83 @@ TEST_F(ClusterLoadBalancerTest, CircuitBreakerDropsOverMaxRequests) {
   }());
 }
 
+// Every report publishes a picker and retires one; reclaiming them costs a
+// scan of the readers (a membarrier). Reports in one turn share a few
+// scans, the retired list stays bounded meanwhile, and the reclaim timer
+// frees the rest.
+TEST_F(ClusterLoadBalancerTest, ManyReportsInOneTurnShareAFewReaderScans) {
+  const EndpointResource endpoints = MakeEndpoints({{{Addr(0), Addr(1)}}});
+  lb_->Update(RoundRobinCluster(), endpoints);
+  const uint64_t published = lb_->pickers_published();
+  const uint64_t scans = PickerSlot::reader_scans();
+  constexpr uint64_t kReports = 1000;
+  for (uint64_t i = 0; i < kReports; ++i) {
+    lb_->Update(RoundRobinCluster(), endpoints);
+    ASSERT_LE(lb_->picker_slot().retired(), 64u);
+  }
+  EXPECT_GE(lb_->pickers_published() - published, kReports);
+  EXPECT_LE(PickerSlot::reader_scans() - scans, kReports / 64 + 1);
+  loop_->BlockOn([&]() -> Task<void> {
+    const bool freed = co_await WaitUntil(
+        *loop_, [&] { return lb_->picker_slot().retired() == 0; }, std::chrono::seconds(1));
+    EXPECT_TRUE(freed);
+  }());
+}
+
+// The reclaim timer frees no picker an open scope may still use: every
+// picker retired after the scope opened waits for its end.
+TEST_F(ClusterLoadBalancerTest, AnOpenScopeKeepsEveryPickerRetiredSinceItOpened) {
+  const EndpointResource endpoints = MakeEndpoints({{{Addr(0)}}});
+  lb_->Update(RoundRobinCluster(), endpoints);
+  loop_->BlockOn([&]() -> Task<void> {
+    const bool ready = co_await WaitForLbState(State::kReady);
+    CO_ASSERT_TRUE(ready);
+    {
+      PickScope scope(lb_->picker_slot());
+      for (int i = 0; i < 200; ++i) lb_->Update(RoundRobinCluster(), endpoints);
+      // The timer fires (and scans) several times meanwhile.
+      (void)co_await SleepFor(*loop_, std::chrono::milliseconds(20));
+      EXPECT_GE(lb_->picker_slot().retired(), 200u);
+      // The picker the scope saw still picks.
+      PickResult r = scope.Pick(PickArgs{});
+      EXPECT_EQ(r.kind, PickResult::Kind::kComplete);
+      CallEnded(r.call_counter);
+    }
+    const bool freed = co_await WaitUntil(
+        *loop_, [&] { return lb_->picker_slot().retired() == 0; }, std::chrono::seconds(1));
+    EXPECT_TRUE(freed);
+  }());
+}
+
+// A42: the endpoint -> locality table is made once for many reports, and
+// made again when the pool's subchannels change: the endpoints of a
+// priority started later count in their locality.
+TEST_F(ClusterLoadBalancerTest, PicksOfAPriorityStartedLaterCountInItsLocality) {
+  auto stats = std::make_shared<ClusterLoadStats>("c", "s");
+  auto own = std::make_shared<ClusterImplConfig>();
+  own->counter = std::make_shared<CallCounter>();
+  own->load = stats;
+  lb_->Update(RoundRobinCluster(), MakeEndpoints({{{Addr(0)}}, {{Addr(2)}}}), own);
+  auto zone_of_pick = [&]() -> std::string {
+    PickScope scope(lb_->picker_slot());
+    const PickResult r = scope.Pick(PickArgs{});
+    if (r.kind != PickResult::Kind::kComplete) return "";
+    std::string zone = r.locality_stats != nullptr ? r.locality_stats->name().zone : "none";
+    CallFinished(r, true);
+    return r.endpoint->address + " " + zone;
+  };
+  loop_->BlockOn([&]() -> Task<void> {
+    const bool first = co_await WaitUntil(*loop_, [&] { return !zone_of_pick().empty(); });
+    CO_ASSERT_TRUE(first);
+    EXPECT_EQ(zone_of_pick(), Addr(0) + " z0-0");
+    co_await backends_[0]->Stop();
+    const bool failed_over =
+        co_await WaitUntil(*loop_, [&] { return zone_of_pick().starts_with(Addr(2)); });
+    CO_ASSERT_TRUE(failed_over);
+    EXPECT_EQ(zone_of_pick(), Addr(2) + " z1-0");
+  }());
+}
+
 TEST_F(ClusterLoadBalancerTest, NoEndpointsFailsPicksWithUnavailable) {
   lb_->Update(RoundRobinCluster(), EndpointResource{});
   EXPECT_EQ(lb_->state(), State::kTransientFailure);

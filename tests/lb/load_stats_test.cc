@@ -114,8 +114,9 @@ TEST(LoadStatsTest, ClusterImplPickerCountsPicksDropsAndCircuitBreakerDrops) {
   Endpoint b{"10.0.0.2:443", nullptr, 9};
   ClusterLoadCounters load;
   load.drops = stats;
-  load.localities = {{a.index, stats->Locality(Zone("za"))},
-                     {b.index, stats->Locality(Zone("zb"))}};
+  load.localities = std::make_shared<const LocalityTable>(
+      std::vector<std::pair<uint32_t, std::shared_ptr<LocalityLoadStats>>>{
+          {a.index, stats->Locality(Zone("za"))}, {b.index, stats->Locality(Zone("zb"))}});
   auto counter = std::make_shared<CallCounter>();
   for (uint32_t index : {0u, 6u, 8u, 10u, 1u << 31}) {
     Endpoint unlisted{"10.0.0.3:443", nullptr, index};
