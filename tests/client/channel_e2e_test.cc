@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <map>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -178,6 +179,44 @@ TEST_F(ChannelEndToEndTest, AggregateClusterFailsOverBetweenItsChildren) {
   ExpectCallsSettleOn({addresses_[2]}, 10, waiting);
   StopBackend(2);
   ExpectCallsSettleOn({addresses_[1]}, 10, waiting);
+}
+
+// A37: a LOGICAL_DNS cluster uses pick_first over every address of its
+// name, in order: the first refuses connections, calls go to the second.
+// When the connection in use closes, the name is resolved again and the
+// changed answer is used.
+TEST_F(ChannelEndToEndTest, ALogicalDnsClusterTriesEachAddressAndReresolves) {
+  struct Answers {
+    std::mutex mu;
+    std::vector<std::string> addresses;
+    int lookups = 0;
+  };
+  auto answers = std::make_shared<Answers>();
+  answers->addresses = {"127.0.0.1:1", addresses_[0]};  // nothing listens on port 1
+  resolve_host_ = [answers](const std::string& host,
+                            const std::string&) -> StatusOr<std::vector<std::string>> {
+    EXPECT_EQ(host, "backend.example.com");
+    std::lock_guard lock(answers->mu);
+    ++answers->lookups;
+    return answers->addresses;
+  };
+  ASSERT_TRUE(cp_->SetResources(kLdsType,
+                                {{"svc", ApiListenerWithRoutes("svc", "*", {{"", "dns"}})}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(
+      kCdsType, {{"dns", LogicalDnsCluster("dns", "backend.example.com", 443)}}, "1"));
+  CreateChannel("xds:///svc");
+  CallOptions waiting;
+  waiting.wait_for_ready = true;
+  ExpectCallsSettleOn({addresses_[0]}, 10, waiting);
+  {
+    std::lock_guard lock(answers->mu);
+    EXPECT_EQ(answers->lookups, 1);
+    answers->addresses = {addresses_[1]};
+  }
+  StopBackend(0);
+  ExpectCallsSettleOn({addresses_[1]}, 10, waiting);
+  std::lock_guard lock(answers->mu);
+  EXPECT_GE(answers->lookups, 2);
 }
 
 // A88: the control plane going away leaves the cached resources in use:
