@@ -36,6 +36,24 @@ Status WithContext(const Status& status, std::string_view context) {
   return Status(status.code(), std::string(context) + ": " + status.message());
 }
 
+// A27: localities without a weight take no traffic. When that leaves a
+// cluster without endpoints, the failing picks should say so rather than
+// only "no endpoints": their names go in the note (the first few).
+Status IgnoredLocalities(std::string_view service, const EndpointResource& endpoints) {
+  const std::vector<LocalityName>& ignored = endpoints.localities_without_weight;
+  if (ignored.empty()) return Status();
+  constexpr size_t kNamed = 3;
+  std::string text = Named("EDS resource", service) + ": " + std::to_string(ignored.size()) +
+                     (ignored.size() == 1 ? " locality" : " localities") +
+                     " without load_balancing_weight ignored: ";
+  for (size_t i = 0; i < ignored.size() && i < kNamed; ++i) {
+    if (i > 0) text += ", ";
+    text += ignored[i].ToString();
+  }
+  if (ignored.size() > kNamed) text += ", ...";
+  return Status(StatusCode::kUnavailable, std::move(text));
+}
+
 }  // namespace
 
 XdsDependencyManager::XdsDependencyManager(XdsClient& client, std::string listener_name,
@@ -192,7 +210,8 @@ Task<void> XdsDependencyManager::ResolveDns(std::string cluster, std::string hos
 }
 
 std::string XdsDependencyManager::ResolutionNote(const Status& cluster_ambient,
-                                                 const Status& endpoint_ambient) const {
+                                                 const Status& endpoint_ambient,
+                                                 const Status& endpoint_note) const {
   // A88: the ambient errors of the Listener and RouteConfiguration (for
   // every cluster) and of this cluster's own Cluster and endpoints.
   std::string note;
@@ -207,6 +226,7 @@ std::string XdsDependencyManager::ResolutionNote(const Status& cluster_ambient,
   }
   add(cluster_ambient);
   add(endpoint_ambient);
+  add(endpoint_note);
   if (note.empty()) note = "xDS node ID:" + client_.bootstrap().node.id;
   return note;
 }
@@ -298,6 +318,7 @@ bool XdsDependencyManager::AddLeaf(const std::string& name,
                                    Expansions& expansions) {
   XdsConfig::ClusterConfig::EndpointConfig endpoint_config;
   Status endpoint_ambient;
+  Status endpoint_note;
   if (const auto* eds = std::get_if<ClusterResource::Eds>(&cluster->type)) {
     const std::string service = eds->eds_service_name.empty() ? name : eds->eds_service_name;
     expansions.endpoint_names.insert(service);
@@ -307,6 +328,7 @@ bool XdsDependencyManager::AddLeaf(const std::string& name,
     endpoint_ambient = endpoints.ambient;
     if (endpoints.update->ok()) {
       endpoint_config.endpoints = **endpoints.update;
+      endpoint_note = IgnoredLocalities(service, *endpoint_config.endpoints);
     } else {
       endpoint_ambient = WithContext(endpoints.update->status(), Named("EDS resource", service));
     }
@@ -325,7 +347,8 @@ bool XdsDependencyManager::AddLeaf(const std::string& name,
       endpoint_ambient = it->second.update->status();
     }
   }
-  endpoint_config.resolution_note = ResolutionNote(cluster_ambient, endpoint_ambient);
+  endpoint_config.resolution_note =
+      ResolutionNote(cluster_ambient, endpoint_ambient, endpoint_note);
   config.clusters.insert_or_assign(name,
                                    XdsConfig::ClusterConfig{cluster, std::move(endpoint_config)});
   return true;

@@ -135,7 +135,8 @@ class XdsDependencyManager {
   // The non-aggregate cluster `name`: its endpoints (EDS or DNS).
   bool AddLeaf(const std::string& name, const std::shared_ptr<const ClusterResource>& cluster,
                const Status& cluster_ambient, XdsConfig& config, Expansions& expansions);
-  std::string ResolutionNote(const Status& cluster_ambient, const Status& endpoint_ambient) const;
+  std::string ResolutionNote(const Status& cluster_ambient, const Status& endpoint_ambient,
+                             const Status& endpoint_note = Status()) const;
   void Report(StatusOr<std::shared_ptr<const XdsConfig>> config);
 
   XdsClient& client_;

@@ -448,5 +448,28 @@ TEST_F(XdsDependencyManagerTest, ReresolutionTakesAChangedDnsAnswer) {
   EXPECT_EQ(OnLoop<uint64_t>([&] { return manager_->dns_lookups(); }), 2u);
 }
 
+// A27: a locality without load_balancing_weight is ignored; when that
+// leaves the cluster without endpoints, the note names the locality, so a
+// failing pick says more than "no endpoints".
+TEST_F(XdsDependencyManagerTest, ALocalityWithoutWeightIsNamedInTheNote) {
+  ASSERT_TRUE(
+      cp_->SetResources(kLdsType, {{"l1", ApiListenerWithRoutes("l1", "*", {{"", "c1"}})}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(kCdsType, {{"c1", ValidCluster("c1", "s1")}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(
+      kEdsType, {{"s1", EndpointsWithoutLocalityWeight("s1", "10.0.0.1", 80)}}, "1"));
+  Start("any.example.com");
+  std::shared_ptr<const XdsConfig> config =
+      NextConfigWhere([](const XdsConfig& c) { return EndpointsOf(c, "c1") != nullptr; });
+  ASSERT_NE(config, nullptr);
+  const auto* endpoints = EndpointsOf(*config, "c1");
+  ASSERT_NE(endpoints->endpoints, nullptr);
+  EXPECT_TRUE(endpoints->endpoints->priorities.empty());
+  EXPECT_NE(endpoints->resolution_note.find(
+                "EDS resource s1: 1 locality without load_balancing_weight ignored: "
+                "{region=\"\", zone=\"z1\", sub_zone=\"\"}"),
+            std::string::npos)
+      << endpoints->resolution_note;
+}
+
 }  // namespace
 }  // namespace uxds::testing
