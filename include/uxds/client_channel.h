@@ -67,6 +67,9 @@ struct ChannelOptions {
   std::function<StatusOr<std::vector<std::string>>(const std::string& host,
                                                    const std::string& port)>
       resolve_host;
+  // gRPC's DNS resolver: a LOGICAL_DNS name is resolved again (when its
+  // pick_first asks) at most this often; tests shorten it.
+  std::chrono::milliseconds min_time_between_resolutions{30000};
   // Load reporting (LRS) to a Cluster's lrs_server: bounds of the report
   // interval the server sets, reconnection backoff; tests shorten them.
   LoadReportingOptions load_reporting;

@@ -405,7 +405,7 @@ StatusOr<std::unique_ptr<Channel>> Channel::Create(Loop& loop, std::string_view 
         [self](StatusOr<std::shared_ptr<const XdsConfig>> update) {
           self->OnConfig(std::move(update));
         },
-        LookupFor(impl->options));
+        LookupFor(impl->options), impl->options.min_time_between_resolutions);
   } else {
     impl->direct_cluster = impl->target.name;
     impl->resolver = std::make_unique<HostResolver>(loop);

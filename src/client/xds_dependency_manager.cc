@@ -58,12 +58,14 @@ Status IgnoredLocalities(std::string_view service, const EndpointResource& endpo
 
 XdsDependencyManager::XdsDependencyManager(XdsClient& client, std::string listener_name,
                                            std::string authority, Watcher watcher,
-                                           HostResolver::Lookup lookup)
+                                           HostResolver::Lookup lookup,
+                                           std::chrono::milliseconds min_time_between_resolutions)
     : client_(client),
       listener_name_(std::move(listener_name)),
       authority_(std::move(authority)),
       watcher_(std::move(watcher)),
       resolver_(client.loop(), std::move(lookup)),
+      min_time_between_resolutions_(min_time_between_resolutions),
       dns_tasks_(client.loop()),
       shutdown_(client.loop()) {
   listener_.watcher = std::make_shared<ResourceWatcher<ListenerResource>>(*this, listener_name_);
@@ -97,6 +99,7 @@ Task<void> XdsDependencyManager::Shutdown() {
 
 Task<void> XdsDependencyManager::TearDown() {
   CancelWatches();
+  for (auto& [cluster, dns] : dns_) dns.deferred.reset();
   co_await dns_tasks_.CancelAndJoin();
 }
 
@@ -151,9 +154,21 @@ void XdsDependencyManager::OnAmbient(const std::string& name, Status status) {
 }
 
 void XdsDependencyManager::RequestReresolution() {
+  if (shutdown_.started()) return;
   // A37: only LOGICAL_DNS clusters re-resolve (EDS ignores the request).
+  const Loop::Clock::time_point now = Loop::Clock::now();
   for (auto& [cluster, dns] : dns_) {
-    if (!dns.resolving) StartDns(cluster, dns.hostname);
+    if (dns.resolving || (dns.deferred != nullptr && dns.deferred->pending())) continue;
+    const auto next = dns.last_start + min_time_between_resolutions_;
+    if (now >= next) {
+      StartDns(cluster, dns.hostname);
+      continue;
+    }
+    if (dns.deferred == nullptr) dns.deferred = std::make_unique<Timer>(client_.loop());
+    dns.deferred->Start(next - now, [this, name = cluster] {
+      auto it = dns_.find(name);
+      if (it != dns_.end() && !it->second.resolving) StartDns(name, it->second.hostname);
+    });
   }
 }
 
@@ -163,6 +178,8 @@ void XdsDependencyManager::StartDns(const std::string& cluster, const std::strin
   dns.hostname = hostname;
   const uint64_t generation = ++dns.generation;
   dns.resolving = true;
+  dns.last_start = Loop::Clock::now();
+  if (dns.deferred != nullptr) dns.deferred->Cancel();
   ++dns_lookups_;
   dns_tasks_.Spawn(ResolveDns(cluster, hostname, generation));
 }

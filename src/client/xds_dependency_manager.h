@@ -10,6 +10,7 @@
 // manager's tasks: Shutdown() ends them before it is destroyed.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -38,10 +39,16 @@ class XdsDependencyManager {
   using Watcher = std::function<void(StatusOr<std::shared_ptr<const XdsConfig>> config)>;
 
   // Starts the Listener watch. `authority` picks the virtual host (A28).
-  // `lookup` resolves LOGICAL_DNS names (tests give their own).
-  XdsDependencyManager(XdsClient& client, std::string listener_name, std::string authority,
-                       Watcher watcher,
-                       HostResolver::Lookup lookup = &HostResolver::ResolveBlocking);
+  // gRPC's DNS resolver: a name is resolved again at most this often; a
+  // request sooner waits until then.
+  static constexpr std::chrono::seconds kMinTimeBetweenResolutions{30};
+
+  // `lookup` resolves LOGICAL_DNS names (tests give their own), at most
+  // once per `min_time_between_resolutions` each (tests shorten it).
+  XdsDependencyManager(
+      XdsClient& client, std::string listener_name, std::string authority, Watcher watcher,
+      HostResolver::Lookup lookup = &HostResolver::ResolveBlocking,
+      std::chrono::milliseconds min_time_between_resolutions = kMinTimeBetweenResolutions);
   // After Shutdown(); cancels every watch still open, no callback after
   // this. A DNS lookup left running (no Shutdown()) terminates the process.
   ~XdsDependencyManager();
@@ -50,8 +57,9 @@ class XdsDependencyManager {
 
   // A37: LB policies ask for this when their endpoints fail (pick_first
   // of a LOGICAL_DNS cluster): every LOGICAL_DNS cluster resolves its name
-  // again, unless a lookup of it is still running (gRPC's DNS resolver
-  // ignores a request while it resolves).
+  // again, as gRPC's DNS resolver does: not while a lookup of it runs, and
+  // not sooner than min_time_between_resolutions after the last one
+  // started (the lookup then starts at that time).
   void RequestReresolution();
 
   // Cancels every watch and the DNS lookups, and waits for the lookups'
@@ -89,6 +97,8 @@ class XdsDependencyManager {
     std::optional<StatusOr<std::shared_ptr<const EndpointResource>>> update;
     uint64_t generation = 0;  // ignores results of superseded lookups
     bool resolving = false;   // a lookup of the current generation runs
+    Loop::Clock::time_point last_start{};
+    std::unique_ptr<Timer> deferred;  // a re-resolution waiting for its time
   };
   // What expanding one cluster gave, remembered for the rest of one config
   // computation, so a sub-graph several aggregate clusters share is
@@ -144,6 +154,7 @@ class XdsDependencyManager {
   const std::string authority_;
   Watcher watcher_;
   HostResolver resolver_;
+  const std::chrono::milliseconds min_time_between_resolutions_;
   // The LOGICAL_DNS lookups (ResolveDns), which use the manager.
   TaskGroup dns_tasks_;
   ShutdownOnce shutdown_;

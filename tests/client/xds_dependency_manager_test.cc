@@ -58,7 +58,8 @@ class XdsDependencyManagerTest : public ::testing::Test {
 
   void Start(const std::string& authority = "svc.example.com",
              milliseconds resource_timeout = std::chrono::minutes(10),
-             HostResolver::Lookup lookup = &HostResolver::ResolveBlocking) {
+             HostResolver::Lookup lookup = &HostResolver::ResolveBlocking,
+             milliseconds min_time_between_resolutions = milliseconds(0)) {
     Bootstrap bootstrap;
     XdsServerConfig server;
     server.server_uri = cp_->target();
@@ -70,7 +71,7 @@ class XdsDependencyManagerTest : public ::testing::Test {
       client_ = *XdsClient::Create(loop_->loop(), bootstrap, options);
       manager_ = std::make_unique<XdsDependencyManager>(
           *client_, "l1", authority, [this](Update update) { Push(std::move(update)); },
-          std::move(lookup));
+          std::move(lookup), min_time_between_resolutions);
     });
   }
 
@@ -469,6 +470,48 @@ TEST_F(XdsDependencyManagerTest, ALocalityWithoutWeightIsNamedInTheNote) {
                 "{region=\"\", zone=\"z1\", sub_zone=\"\"}"),
             std::string::npos)
       << endpoints->resolution_note;
+}
+
+// gRPC's DNS resolver: a name is not resolved again sooner than the
+// minimum time after the last lookup started; the request waits for it,
+// and requests meanwhile add no lookup.
+TEST_F(XdsDependencyManagerTest, ReresolutionWaitsForTheMinimumTimeBetweenResolutions) {
+  ASSERT_TRUE(
+      cp_->SetResources(kLdsType, {{"l1", ApiListenerWithRoutes("l1", "*", {{"", "dns"}})}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(
+      kCdsType, {{"dns", LogicalDnsCluster("dns", "backend.example.com", 8080)}}, "1"));
+  struct Lookups {
+    std::mutex mu;
+    std::vector<std::chrono::steady_clock::time_point> times;
+  };
+  auto lookups = std::make_shared<Lookups>();
+  constexpr milliseconds kMinTime(2000);
+  Start(
+      "svc.example.com", std::chrono::minutes(10),
+      [lookups](const std::string&,
+                const std::string& port) -> StatusOr<std::vector<SocketAddress>> {
+        std::lock_guard lock(lookups->mu);
+        lookups->times.push_back(std::chrono::steady_clock::now());
+        return std::vector<SocketAddress>{
+            *SocketAddress::Parse("10.0.0." + std::to_string(lookups->times.size()) + ":" + port)};
+      },
+      kMinTime);
+  ASSERT_NE(NextConfigWhere([](const XdsConfig& c) { return c.clusters.contains("dns"); }),
+            nullptr);
+  for (int i = 0; i < 3; ++i) {
+    loop_->RunSync([&] { manager_->RequestReresolution(); });
+  }
+  {
+    std::lock_guard lock(lookups->mu);
+    EXPECT_EQ(lookups->times.size(), 1u);  // not yet
+  }
+  ASSERT_NE(
+      NextConfigWhere([](const XdsConfig& c) { return FirstAddress(c, "dns") == "10.0.0.2:8080"; }),
+      nullptr);
+  std::lock_guard lock(lookups->mu);
+  ASSERT_EQ(lookups->times.size(), 2u);  // the three requests made one lookup
+  // A lower bound only (the first lookup ran a little after its start).
+  EXPECT_GE(lookups->times[1] - lookups->times[0], kMinTime * 3 / 4);
 }
 
 }  // namespace
