@@ -199,7 +199,7 @@ TEST_F(PriorityTest, NoPrioritiesFailsPicks) {
 // the first leaf's child is kept deactivated, not handed the second leaf's
 // endpoints.
 TEST_F(PriorityTest, APriorityThatMovesKeepsItsNamedChild) {
-  const std::vector<PriorityChildConfig> both = {{"a[child0]"}, {"b[child0]"}};
+  const std::vector<PriorityChildConfig> both = {{"a[child0]", false}, {"b[child0]", false}};
   policy_->Update(std::vector<LocalityList>(2, LocalityList{}), both);
   children_[0]->Report(State::kTransientFailure);
   ASSERT_EQ(children_.size(), 2u);
@@ -208,7 +208,7 @@ TEST_F(PriorityTest, APriorityThatMovesKeepsItsNamedChild) {
   const int b_updates = children_[1]->updates;
 
   children_[1]->initial_state = State::kReady;
-  policy_->Update(std::vector<LocalityList>(1, LocalityList{}), {{"b[child0]"}});
+  policy_->Update(std::vector<LocalityList>(1, LocalityList{}), {{"b[child0]", false}});
   EXPECT_EQ(children_.size(), 2u);  // no child made
   EXPECT_EQ(policy_->current_priority(), 0);
   EXPECT_EQ(log_.state, State::kReady);
