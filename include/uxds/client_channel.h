@@ -31,6 +31,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -59,6 +60,16 @@ struct ChannelOptions {
   std::chrono::milliseconds min_connect_timeout{20000};
   // A56: the priority failover timer.
   std::chrono::milliseconds priority_failover_timeout{10000};
+  // How a LOGICAL_DNS cluster's name is resolved (A37): host and port to
+  // "ip:port" / "[v6]:port" addresses, in the order to try them. Runs on a
+  // resolver thread, never on a loop. Unset: the system's resolver
+  // (getaddrinfo). Embedders with their own DNS, and tests, set it.
+  std::function<StatusOr<std::vector<std::string>>(const std::string& host,
+                                                   const std::string& port)>
+      resolve_host;
+  // gRPC's DNS resolver: a LOGICAL_DNS name is resolved again (when its
+  // pick_first asks) at most this often; tests shorten it.
+  std::chrono::milliseconds min_time_between_resolutions{30000};
   // Load reporting (LRS) to a Cluster's lrs_server: bounds of the report
   // interval the server sets, reconnection backoff; tests shorten them.
   LoadReportingOptions load_reporting;

@@ -4,6 +4,7 @@
 // connection, all on the control loop.
 #include "uxds/client_channel.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <utility>
@@ -13,6 +14,7 @@
 #include "http2/client_connection.h"
 #include "lb/cluster_load_balancer.h"
 #include "lb/lb_policy.h"
+#include "lb/priority_names.h"
 #include "runtime/host_resolver.h"
 #include "runtime/shutdown_once.h"
 #include "xds/client/xds_client_impl.h"
@@ -94,6 +96,25 @@ bool operator==(const ClusterSource& a, const ClusterSource& b) {
          SameResource(a.endpoints, b.endpoints);
 }
 
+// How the channel's LOGICAL_DNS clusters are resolved: the options' lookup,
+// else the system's.
+HostResolver::Lookup LookupFor(const ChannelOptions& options) {
+  if (!options.resolve_host) return &HostResolver::ResolveBlocking;
+  return [resolve = options.resolve_host](
+             const std::string& host,
+             const std::string& port) -> StatusOr<std::vector<SocketAddress>> {
+    StatusOr<std::vector<std::string>> answer = resolve(host, port);
+    if (!answer.ok()) return answer.status();
+    std::vector<SocketAddress> addresses;
+    for (const std::string& text : *answer) {
+      StatusOr<SocketAddress> address = SocketAddress::Parse(text);
+      if (!address.ok()) return address.status();
+      addresses.push_back(*address);
+    }
+    return addresses;
+  };
+}
+
 }  // namespace
 
 struct Channel::Impl {
@@ -109,6 +130,9 @@ struct Channel::Impl {
     // The resources `lb` was last updated with: a config that brings the
     // same ones leaves the tree alone.
     std::vector<ClusterSource> sources;
+    // A37: the names of each leaf cluster's priorities (the cluster's own
+    // for an EDS or LOGICAL_DNS cluster), kept across updates.
+    std::map<std::string, PriorityNames, std::less<>> priority_names;
   };
 
   Loop& loop;
@@ -163,6 +187,10 @@ struct Channel::Impl {
     LbPolicyOptions lb;
     lb.ring_sizes.ring_size_cap = options.ring_size_cap;
     lb.priority_failover_timeout = options.priority_failover_timeout;
+    // A37: pick_first of a LOGICAL_DNS cluster asks for a new DNS answer.
+    lb.request_reresolution = [this] {
+      if (dependencies != nullptr) dependencies->RequestReresolution();
+    };
     return lb;
   }
 
@@ -218,6 +246,24 @@ struct Channel::Impl {
     }
     ClusterState& state = EnsureCluster(name);
     state.sources = std::move(sources);
+    std::map<std::string, PriorityNames, std::less<>> names = std::move(state.priority_names);
+    state.priority_names.clear();
+    // The names of `leaf`'s priorities, and their kind (A37: pick_first for
+    // a LOGICAL_DNS cluster).
+    auto name_priorities = [&](const std::string& leaf, const ClusterResource& leaf_cluster,
+                               const EndpointResource& endpoints,
+                               std::vector<PriorityChildConfig>& children) {
+      auto found = names.find(leaf);
+      PriorityNames& leaf_names =
+          state.priority_names
+              .emplace(leaf, found != names.end() ? std::move(found->second) : PriorityNames(leaf))
+              .first->second;
+      const bool pick_first =
+          std::holds_alternative<ClusterResource::LogicalDns>(leaf_cluster.type);
+      for (std::string& child : leaf_names.Assign(endpoints)) {
+        children.push_back(PriorityChildConfig{std::move(child), pick_first});
+      }
+    };
     if (const auto* endpoint_config =
             std::get_if<XdsConfig::ClusterConfig::EndpointConfig>(&cluster.children)) {
       state.note = endpoint_config->resolution_note;
@@ -225,59 +271,70 @@ struct Channel::Impl {
       static const EndpointResource kNoEndpoints;
       const EndpointResource& endpoints =
           endpoint_config->endpoints != nullptr ? *endpoint_config->endpoints : kNoEndpoints;
+      std::vector<PriorityChildConfig> children;
+      name_priorities(name, *cluster.cluster, endpoints, children);
       state.lb->Update(*cluster.cluster, endpoints,
-                       ClusterImplConfigFor(name, *cluster.cluster, endpoints.drop_overloads));
+                       ClusterImplConfigFor(name, *cluster.cluster, endpoints.drop_overloads), {},
+                       std::move(children));
       return;
     }
     // A37: an aggregate cluster is one priority list: each leaf's
     // priorities in order, under the aggregate cluster's LB policy. Each
     // priority keeps its leaf's cluster_impl: the leaf's drop_overloads,
     // its max_requests on the counter every user of the leaf shares, and
-    // its own load report.
+    // its own load report; and its name, so a leaf without endpoints moves
+    // no other leaf's priority onto another child.
     const auto& aggregate = std::get<XdsConfig::ClusterConfig::AggregateConfig>(cluster.children);
     EndpointResource combined;
     std::vector<std::shared_ptr<const ClusterImplConfig>> by_priority;
-    std::string note;
+    std::vector<PriorityChildConfig> children;
     for (const std::string& leaf : aggregate.leaf_clusters) {
       auto leaf_it = config->clusters.find(leaf);
       if (leaf_it == config->clusters.end() || !leaf_it->second.ok()) continue;
       const auto* leaf_endpoints =
           std::get_if<XdsConfig::ClusterConfig::EndpointConfig>(&leaf_it->second->children);
-      if (leaf_endpoints == nullptr) continue;
-      if (note.empty()) note = leaf_endpoints->resolution_note;
-      if (leaf_endpoints->endpoints == nullptr) continue;
+      if (leaf_endpoints == nullptr || leaf_endpoints->endpoints == nullptr) continue;
       std::shared_ptr<const ClusterImplConfig> leaf_config = ClusterImplConfigFor(
           leaf, *leaf_it->second->cluster, leaf_endpoints->endpoints->drop_overloads);
+      name_priorities(leaf, *leaf_it->second->cluster, *leaf_endpoints->endpoints, children);
       for (const auto& priority : leaf_endpoints->endpoints->priorities) {
         combined.priorities.push_back(priority);
         by_priority.push_back(leaf_config);
       }
     }
-    state.note = note;
+    state.note = NoteOf(cluster);
     // The aggregate cluster's own config applies only while no leaf has a
     // priority (every pick then fails anyway): no drops, no load report.
     state.lb->Update(*cluster.cluster, combined, ClusterImplConfigFor(name, *cluster.cluster, {}),
-                     std::move(by_priority));
+                     std::move(by_priority), std::move(children));
   }
 
-  // The resolution note a cluster's failed picks carry: its own, or an
-  // aggregate cluster's first leaf's.
+  // The resolution note a cluster's failed picks carry: its own, or every
+  // leaf's of an aggregate cluster (the one that explains a failure may be
+  // any), each once, joined with "; ".
   std::string NoteOf(const XdsConfig::ClusterConfig& cluster) const {
     if (const auto* endpoint_config =
             std::get_if<XdsConfig::ClusterConfig::EndpointConfig>(&cluster.children)) {
       return endpoint_config->resolution_note;
     }
+    std::vector<std::string_view> notes;
     for (const std::string& leaf :
          std::get<XdsConfig::ClusterConfig::AggregateConfig>(cluster.children).leaf_clusters) {
       auto leaf_it = config->clusters.find(leaf);
       if (leaf_it == config->clusters.end() || !leaf_it->second.ok()) continue;
       const auto* leaf_endpoints =
           std::get_if<XdsConfig::ClusterConfig::EndpointConfig>(&leaf_it->second->children);
-      if (leaf_endpoints != nullptr && !leaf_endpoints->resolution_note.empty()) {
-        return leaf_endpoints->resolution_note;
+      if (leaf_endpoints == nullptr) continue;
+      if (std::find(notes.begin(), notes.end(), leaf_endpoints->resolution_note) == notes.end()) {
+        notes.push_back(leaf_endpoints->resolution_note);
       }
     }
-    return "";
+    std::string joined;
+    for (std::string_view note : notes) {
+      if (!joined.empty()) joined += "; ";
+      joined += note;
+    }
+    return joined;
   }
 
   // What UpdateCluster() builds cluster `name`'s tree from: the cluster,
@@ -473,7 +530,8 @@ StatusOr<std::unique_ptr<Channel>> Channel::Create(Loop& loop, std::string_view 
         *impl->xds_client, *listener, impl->target.name,
         [self](StatusOr<std::shared_ptr<const XdsConfig>> update) {
           self->OnConfig(std::move(update));
-        });
+        },
+        LookupFor(impl->options), impl->options.min_time_between_resolutions);
   } else {
     impl->direct_cluster = impl->target.name;
     impl->resolver = std::make_unique<HostResolver>(loop);

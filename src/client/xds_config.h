@@ -24,8 +24,10 @@ struct XdsConfig {
 
   struct ClusterConfig {
     std::shared_ptr<const ClusterResource> cluster;
-    // EDS and LOGICAL_DNS clusters. Without endpoints (an EDS or DNS error)
-    // `endpoints` is null and the note says why.
+    // EDS and LOGICAL_DNS clusters (A37: one priority, one locality, an
+    // endpoint per resolved address in the resolver's order). Without
+    // endpoints (an EDS or DNS error) `endpoints` is null and the note says
+    // why.
     struct EndpointConfig {
       std::shared_ptr<const EndpointResource> endpoints;
       // A88: the ambient errors of the Listener, the RouteConfiguration and
@@ -43,7 +45,8 @@ struct XdsConfig {
   // Every cluster the routes name, plus every cluster an aggregate cluster
   // names (directly or not). A non-OK status: the Cluster does not exist, or
   // had an error before any valid version, or its aggregate graph is too
-  // deep (A37: 16 levels).
+  // deep (A37: an aggregate cluster at depth 16 fails every aggregate
+  // cluster above it), or it is an aggregate cluster with no leaves.
   std::map<std::string, StatusOr<ClusterConfig>, std::less<>> clusters;
 };
 

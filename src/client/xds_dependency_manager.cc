@@ -36,15 +36,36 @@ Status WithContext(const Status& status, std::string_view context) {
   return Status(status.code(), std::string(context) + ": " + status.message());
 }
 
+// A27: localities without a weight take no traffic. When that leaves a
+// cluster without endpoints, the failing picks should say so rather than
+// only "no endpoints": their names go in the note (the first few).
+Status IgnoredLocalities(std::string_view service, const EndpointResource& endpoints) {
+  const std::vector<LocalityName>& ignored = endpoints.localities_without_weight;
+  if (ignored.empty()) return Status();
+  constexpr size_t kNamed = 3;
+  std::string text = Named("EDS resource", service) + ": " + std::to_string(ignored.size()) +
+                     (ignored.size() == 1 ? " locality" : " localities") +
+                     " without load_balancing_weight ignored: ";
+  for (size_t i = 0; i < ignored.size() && i < kNamed; ++i) {
+    if (i > 0) text += ", ";
+    text += ignored[i].ToString();
+  }
+  if (ignored.size() > kNamed) text += ", ...";
+  return Status(StatusCode::kUnavailable, std::move(text));
+}
+
 }  // namespace
 
 XdsDependencyManager::XdsDependencyManager(XdsClient& client, std::string listener_name,
-                                           std::string authority, Watcher watcher)
+                                           std::string authority, Watcher watcher,
+                                           HostResolver::Lookup lookup,
+                                           std::chrono::milliseconds min_time_between_resolutions)
     : client_(client),
       listener_name_(std::move(listener_name)),
       authority_(std::move(authority)),
       watcher_(std::move(watcher)),
-      resolver_(client.loop()),
+      resolver_(client.loop(), std::move(lookup)),
+      min_time_between_resolutions_(min_time_between_resolutions),
       dns_tasks_(client.loop()),
       shutdown_(client.loop()) {
   listener_.watcher = std::make_shared<ResourceWatcher<ListenerResource>>(*this, listener_name_);
@@ -78,6 +99,7 @@ Task<void> XdsDependencyManager::Shutdown() {
 
 Task<void> XdsDependencyManager::TearDown() {
   CancelWatches();
+  for (auto& [cluster, dns] : dns_) dns.deferred.reset();
   co_await dns_tasks_.CancelAndJoin();
 }
 
@@ -132,7 +154,22 @@ void XdsDependencyManager::OnAmbient(const std::string& name, Status status) {
 }
 
 void XdsDependencyManager::RequestReresolution() {
-  for (auto& [cluster, dns] : dns_) StartDns(cluster, dns.hostname);
+  if (shutdown_.started()) return;
+  // A37: only LOGICAL_DNS clusters re-resolve (EDS ignores the request).
+  const Loop::Clock::time_point now = Loop::Clock::now();
+  for (auto& [cluster, dns] : dns_) {
+    if (dns.resolving || (dns.deferred != nullptr && dns.deferred->pending())) continue;
+    const auto next = dns.last_start + min_time_between_resolutions_;
+    if (now >= next) {
+      StartDns(cluster, dns.hostname);
+      continue;
+    }
+    if (dns.deferred == nullptr) dns.deferred = std::make_unique<Timer>(client_.loop());
+    dns.deferred->Start(next - now, [this, name = cluster] {
+      auto it = dns_.find(name);
+      if (it != dns_.end() && !it->second.resolving) StartDns(name, it->second.hostname);
+    });
+  }
 }
 
 void XdsDependencyManager::StartDns(const std::string& cluster, const std::string& hostname) {
@@ -140,6 +177,10 @@ void XdsDependencyManager::StartDns(const std::string& cluster, const std::strin
   DnsState& dns = dns_[cluster];
   dns.hostname = hostname;
   const uint64_t generation = ++dns.generation;
+  dns.resolving = true;
+  dns.last_start = Loop::Clock::now();
+  if (dns.deferred != nullptr) dns.deferred->Cancel();
+  ++dns_lookups_;
   dns_tasks_.Spawn(ResolveDns(cluster, hostname, generation));
 }
 
@@ -160,20 +201,25 @@ Task<void> XdsDependencyManager::ResolveDns(std::string cluster, std::string hos
   if (shutdown_.started()) co_return;
   auto it = dns_.find(cluster);
   if (it == dns_.end() || it->second.generation != generation) co_return;
+  it->second.resolving = false;
   if (!addresses.ok()) {
     // A37: the cluster has no endpoints; the note says why.
     it->second.update = Status(StatusCode::kUnavailable, "DNS resolution failed for " + hostname +
                                                              ": " + addresses.status().message());
   } else {
-    // A37: a LOGICAL_DNS cluster is one locality with one endpoint whose
-    // addresses are the name's addresses (A61).
+    // A37: a LOGICAL_DNS cluster is one priority of one locality whose
+    // endpoints are the name's addresses, in the resolver's order, which
+    // pick_first tries in turn. (A61 puts them in one endpoint for a
+    // per-endpoint pick_first; uxds's policies connect to an endpoint's
+    // first address only, so each address is an endpoint here.)
     auto endpoints = std::make_shared<EndpointResource>();
-    EndpointResource::Endpoint endpoint;
-    for (const SocketAddress& address : *addresses)
-      endpoint.addresses.push_back(address.ToString());
     EndpointResource::Locality locality;
     locality.weight = 1;
-    locality.endpoints.push_back(std::move(endpoint));
+    for (const SocketAddress& address : *addresses) {
+      EndpointResource::Endpoint endpoint;
+      endpoint.addresses.push_back(address.ToString());
+      locality.endpoints.push_back(std::move(endpoint));
+    }
     endpoints->priorities.emplace_back().localities.push_back(std::move(locality));
     it->second.update = std::shared_ptr<const EndpointResource>(std::move(endpoints));
   }
@@ -181,7 +227,8 @@ Task<void> XdsDependencyManager::ResolveDns(std::string cluster, std::string hos
 }
 
 std::string XdsDependencyManager::ResolutionNote(const Status& cluster_ambient,
-                                                 const Status& endpoint_ambient) const {
+                                                 const Status& endpoint_ambient,
+                                                 const Status& endpoint_note) const {
   // A88: the ambient errors of the Listener and RouteConfiguration (for
   // every cluster) and of this cluster's own Cluster and endpoints.
   std::string note;
@@ -196,74 +243,115 @@ std::string XdsDependencyManager::ResolutionNote(const Status& cluster_ambient,
   }
   add(cluster_ambient);
   add(endpoint_ambient);
+  add(endpoint_note);
   if (note.empty()) note = "xDS node ID:" + client_.bootstrap().node.id;
   return note;
 }
 
-bool XdsDependencyManager::AddCluster(const std::string& name, int depth,
-                                      std::vector<std::string>& path, XdsConfig& config,
-                                      std::set<std::string>& clusters,
-                                      std::set<std::string>& endpoint_names,
-                                      std::set<std::string>& dns_clusters,
-                                      std::vector<std::string>* leaves) {
-  clusters.insert(name);
+const XdsDependencyManager::Expansion& XdsDependencyManager::Expand(const std::string& name,
+                                                                    int depth, XdsConfig& config,
+                                                                    Expansions& expansions) {
+  const int budget = kMaxAggregateDepth - depth;
+  if (auto it = expansions.done.find(name); it != expansions.done.end()) {
+    const Expansion& seen = it->second;
+    if (seen.too_deep.ok() || seen.budget >= budget) return seen;
+    // Too deep where it was first met, but met higher up now: again.
+  }
+  ++expansion_count_;
+  expansions.clusters.insert(name);
+  Expansion result;
+  result.budget = budget;
+  auto done = [&]() -> const Expansion& {
+    return expansions.done.insert_or_assign(name, std::move(result)).first->second;
+  };
   WatchState<ClusterResource>& state = Watch(clusters_, ClusterResourceType::Get(), name);
-  if (!state.update.has_value()) return false;
+  if (!state.update.has_value()) return done();
+  result.complete = true;
   if (!state.update->ok()) {
+    // A74: a cluster that does not exist is left out of its parents' leaves.
     config.clusters.insert_or_assign(
         name, WithContext(state.update->status(), Named("CDS resource", name)));
-    return true;
+    return done();
   }
-  const std::shared_ptr<const ClusterResource>& cluster = **state.update;
-  if (const auto* aggregate = std::get_if<ClusterResource::Aggregate>(&cluster->type)) {
-    if (depth >= kMaxAggregateDepth) {
-      config.clusters.insert_or_assign(
-          name,
-          Status(StatusCode::kUnavailable, "aggregate cluster graph exceeds max depth at " + name));
-      return true;
+  const std::shared_ptr<const ClusterResource> cluster = **state.update;
+  const auto* aggregate = std::get_if<ClusterResource::Aggregate>(&cluster->type);
+  if (aggregate == nullptr) {
+    result.complete = AddLeaf(name, cluster, state.ambient, config, expansions);
+    result.leaves.push_back(name);
+    return done();
+  }
+  // A37: the tree of aggregate clusters is at most 16 deep; deeper, the
+  // cluster (and every aggregate cluster above it, up to the one a route
+  // names) is in TRANSIENT_FAILURE.
+  if (budget <= 0) {
+    result.height = 1;
+    result.too_deep =
+        Status(StatusCode::kUnavailable, "aggregate cluster graph exceeds max depth (" +
+                                             std::to_string(kMaxAggregateDepth) + ") at " + name);
+    config.clusters.insert_or_assign(name, result.too_deep);
+    return done();
+  }
+  std::set<std::string> seen_leaves;
+  expansions.path.push_back(name);
+  for (const std::string& child : aggregate->prioritized_cluster_names) {
+    // A37: a cluster that is its own ancestor would recurse forever.
+    if (std::find(expansions.path.begin(), expansions.path.end(), child) != expansions.path.end()) {
+      continue;
     }
-    XdsConfig::ClusterConfig::AggregateConfig children;
-    bool complete = true;
-    path.push_back(name);
-    for (const std::string& child : aggregate->prioritized_cluster_names) {
-      // A37: a cluster that is its own ancestor would recurse forever.
-      if (std::find(path.begin(), path.end(), child) != path.end()) continue;
-      complete &= AddCluster(child, depth + 1, path, config, clusters, endpoint_names, dns_clusters,
-                             &children.leaf_clusters);
-    }
-    path.pop_back();
-    if (!complete) return false;
+    const Expansion& sub = Expand(child, depth + 1, config, expansions);
+    result.complete &= sub.complete;
+    result.height = std::max(result.height, sub.height + 1);
+    if (!sub.too_deep.ok() && result.too_deep.ok()) result.too_deep = sub.too_deep;
     // A37: each leaf once, at its first position.
-    std::vector<std::string> unique;
-    for (std::string& leaf : children.leaf_clusters) {
-      if (std::find(unique.begin(), unique.end(), leaf) == unique.end()) {
-        unique.push_back(std::move(leaf));
-      }
+    for (const std::string& leaf : sub.leaves) {
+      if (seen_leaves.insert(leaf).second) result.leaves.push_back(leaf);
     }
-    children.leaf_clusters = std::move(unique);
-    if (leaves != nullptr) {
-      leaves->insert(leaves->end(), children.leaf_clusters.begin(), children.leaf_clusters.end());
-    }
-    config.clusters.insert_or_assign(name, XdsConfig::ClusterConfig{cluster, std::move(children)});
-    return true;
   }
+  expansions.path.pop_back();
+  // Met before at a shallower depth: its own graph may fit, this path not.
+  if (result.too_deep.ok() && result.height > budget) {
+    result.too_deep = Status(StatusCode::kUnavailable,
+                             "aggregate cluster graph exceeds max depth (" +
+                                 std::to_string(kMaxAggregateDepth) + ") below " + name);
+  }
+  if (!result.too_deep.ok()) {
+    config.clusters.insert_or_assign(name, result.too_deep);
+  } else if (result.complete && result.leaves.empty()) {
+    // A37 (as gRPC): nothing to send calls to, and the status says why.
+    config.clusters.insert_or_assign(
+        name, Status(StatusCode::kUnavailable,
+                     "aggregate cluster dependency graph for " + name + " has no leaf clusters"));
+  } else if (result.complete) {
+    config.clusters.insert_or_assign(
+        name, XdsConfig::ClusterConfig{cluster,
+                                       XdsConfig::ClusterConfig::AggregateConfig{result.leaves}});
+  }
+  return done();
+}
+
+bool XdsDependencyManager::AddLeaf(const std::string& name,
+                                   const std::shared_ptr<const ClusterResource>& cluster,
+                                   const Status& cluster_ambient, XdsConfig& config,
+                                   Expansions& expansions) {
   XdsConfig::ClusterConfig::EndpointConfig endpoint_config;
   Status endpoint_ambient;
+  Status endpoint_note;
   if (const auto* eds = std::get_if<ClusterResource::Eds>(&cluster->type)) {
     const std::string service = eds->eds_service_name.empty() ? name : eds->eds_service_name;
-    endpoint_names.insert(service);
+    expansions.endpoint_names.insert(service);
     WatchState<EndpointResource>& endpoints =
         Watch(endpoints_, EndpointResourceType::Get(), service);
     if (!endpoints.update.has_value()) return false;
     endpoint_ambient = endpoints.ambient;
     if (endpoints.update->ok()) {
       endpoint_config.endpoints = **endpoints.update;
+      endpoint_note = IgnoredLocalities(service, *endpoint_config.endpoints);
     } else {
       endpoint_ambient = WithContext(endpoints.update->status(), Named("EDS resource", service));
     }
   } else {
     const auto& dns = std::get<ClusterResource::LogicalDns>(cluster->type);
-    dns_clusters.insert(name);
+    expansions.dns_clusters.insert(name);
     auto it = dns_.find(name);
     if (it == dns_.end() || it->second.hostname != dns.hostname) {
       StartDns(name, dns.hostname);
@@ -276,8 +364,8 @@ bool XdsDependencyManager::AddCluster(const std::string& name, int depth,
       endpoint_ambient = it->second.update->status();
     }
   }
-  endpoint_config.resolution_note = ResolutionNote(state.ambient, endpoint_ambient);
-  if (leaves != nullptr) leaves->push_back(name);
+  endpoint_config.resolution_note =
+      ResolutionNote(cluster_ambient, endpoint_ambient, endpoint_note);
   config.clusters.insert_or_assign(name,
                                    XdsConfig::ClusterConfig{cluster, std::move(endpoint_config)});
   return true;
@@ -358,13 +446,16 @@ void XdsDependencyManager::Update() {
   }
   // Every cluster a route of the virtual host names, in route order.
   const std::vector<std::string> roots = routing::ClustersNamedBy(*config->virtual_host);
-  std::set<std::string> clusters, endpoint_names, dns_clusters;
+  Expansions expansions;
   bool complete = true;
+  const uint64_t expansions_before = expansion_count_;
   for (const std::string& root : roots) {
-    if (config->clusters.contains(root)) continue;
-    std::vector<std::string> path;
-    complete &= AddCluster(root, 0, path, *config, clusters, endpoint_names, dns_clusters, nullptr);
+    complete &= Expand(root, 0, *config, expansions).complete;
   }
+  last_expansion_count_ = expansion_count_ - expansions_before;
+  std::set<std::string>& clusters = expansions.clusters;
+  std::set<std::string>& endpoint_names = expansions.endpoint_names;
+  std::set<std::string>& dns_clusters = expansions.dns_clusters;
   // A74: the clusters of the config in use stay watched until a new config
   // replaces it; only then do watches nothing refers to any more go.
   if (complete) {

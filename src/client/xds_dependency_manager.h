@@ -10,6 +10,7 @@
 // manager's tasks: Shutdown() ends them before it is destroyed.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -38,16 +39,27 @@ class XdsDependencyManager {
   using Watcher = std::function<void(StatusOr<std::shared_ptr<const XdsConfig>> config)>;
 
   // Starts the Listener watch. `authority` picks the virtual host (A28).
-  XdsDependencyManager(XdsClient& client, std::string listener_name, std::string authority,
-                       Watcher watcher);
+  // gRPC's DNS resolver: a name is resolved again at most this often; a
+  // request sooner waits until then.
+  static constexpr std::chrono::seconds kMinTimeBetweenResolutions{30};
+
+  // `lookup` resolves LOGICAL_DNS names (tests give their own), at most
+  // once per `min_time_between_resolutions` each (tests shorten it).
+  XdsDependencyManager(
+      XdsClient& client, std::string listener_name, std::string authority, Watcher watcher,
+      HostResolver::Lookup lookup = &HostResolver::ResolveBlocking,
+      std::chrono::milliseconds min_time_between_resolutions = kMinTimeBetweenResolutions);
   // After Shutdown(); cancels every watch still open, no callback after
   // this. A DNS lookup left running (no Shutdown()) terminates the process.
   ~XdsDependencyManager();
   XdsDependencyManager(const XdsDependencyManager&) = delete;
   XdsDependencyManager& operator=(const XdsDependencyManager&) = delete;
 
-  // A74: LB policies ask for this when their endpoints fail: every
-  // LOGICAL_DNS cluster resolves its name again.
+  // A37: LB policies ask for this when their endpoints fail (pick_first
+  // of a LOGICAL_DNS cluster): every LOGICAL_DNS cluster resolves its name
+  // again, as gRPC's DNS resolver does: not while a lookup of it runs, and
+  // not sooner than min_time_between_resolutions after the last one
+  // started (the lookup then starts at that time).
   void RequestReresolution();
 
   // Cancels every watch and the DNS lookups, and waits for the lookups'
@@ -67,6 +79,12 @@ class XdsDependencyManager {
   // A37: the depth limit of an aggregate cluster tree.
   static constexpr int kMaxAggregateDepth = 16;
 
+  // Clusters expanded by the last config computation (each at most once
+  // per depth budget, so linear in the graph's size); for tests.
+  uint64_t last_expansion_count() const { return last_expansion_count_; }
+  // DNS lookups started so far; for tests.
+  uint64_t dns_lookups() const { return dns_lookups_; }
+
  private:
   template <typename T>
   class ResourceWatcher;
@@ -82,6 +100,28 @@ class XdsDependencyManager {
     std::string hostname;  // "host:port"
     std::optional<StatusOr<std::shared_ptr<const EndpointResource>>> update;
     uint64_t generation = 0;  // ignores results of superseded lookups
+    bool resolving = false;   // a lookup of the current generation runs
+    Loop::Clock::time_point last_start{};
+    std::unique_ptr<Timer> deferred;  // a re-resolution waiting for its time
+  };
+  // What expanding one cluster gave, remembered for the rest of one config
+  // computation, so a sub-graph several aggregate clusters share is
+  // expanded once (as gRPC does), not once per path.
+  struct Expansion {
+    bool complete = false;  // everything it needs has been attempted
+    // The depth budget it was expanded with (kMaxAggregateDepth - depth):
+    // a too-deep result holds for this budget or less; any other result
+    // holds for every budget.
+    int budget = 0;
+    // Aggregate levels on its deepest branch, itself included (0: a leaf).
+    int height = 0;
+    Status too_deep;                  // A37: set when the graph below is too deep
+    std::vector<std::string> leaves;  // unique, in priority order
+  };
+  struct Expansions {
+    std::map<std::string, Expansion, std::less<>> done;
+    std::vector<std::string> path;  // the aggregate clusters above
+    std::set<std::string> clusters, endpoint_names, dns_clusters;
   };
 
   template <typename T>
@@ -101,13 +141,16 @@ class XdsDependencyManager {
   // Recomputes the config from what has arrived, updates the watches, and
   // reports a config if it is complete (or an error if LDS/RDS say so).
   void Update();
-  // Adds `name` and what it depends on to `config`; false if something it
-  // needs has not arrived yet. `path` holds the aggregate clusters above it.
-  bool AddCluster(const std::string& name, int depth, std::vector<std::string>& path,
-                  XdsConfig& config, std::set<std::string>& clusters,
-                  std::set<std::string>& endpoint_names, std::set<std::string>& dns_clusters,
-                  std::vector<std::string>* leaves);
-  std::string ResolutionNote(const Status& cluster_ambient, const Status& endpoint_ambient) const;
+  // Adds `name` and what it depends on to `config` (once per config
+  // computation, see Expansion); `depth` counts the aggregate clusters
+  // above it.
+  const Expansion& Expand(const std::string& name, int depth, XdsConfig& config,
+                          Expansions& expansions);
+  // The non-aggregate cluster `name`: its endpoints (EDS or DNS).
+  bool AddLeaf(const std::string& name, const std::shared_ptr<const ClusterResource>& cluster,
+               const Status& cluster_ambient, XdsConfig& config, Expansions& expansions);
+  std::string ResolutionNote(const Status& cluster_ambient, const Status& endpoint_ambient,
+                             const Status& endpoint_note = Status()) const;
   void Report(StatusOr<std::shared_ptr<const XdsConfig>> config);
 
   XdsClient& client_;
@@ -115,6 +158,7 @@ class XdsDependencyManager {
   const std::string authority_;
   Watcher watcher_;
   HostResolver resolver_;
+  const std::chrono::milliseconds min_time_between_resolutions_;
   // The LOGICAL_DNS lookups (ResolveDns), which use the manager.
   TaskGroup dns_tasks_;
   ShutdownOnce shutdown_;
@@ -129,6 +173,9 @@ class XdsDependencyManager {
   std::set<std::string> published_clusters_;
   std::set<std::string> published_endpoints_;
   std::set<std::string> published_dns_;
+  uint64_t expansion_count_ = 0;
+  uint64_t last_expansion_count_ = 0;
+  uint64_t dns_lookups_ = 0;
 };
 
 }  // namespace uxds

@@ -1,6 +1,7 @@
 #include "lb/cluster_load_balancer.h"
 
 #include "lb/cluster_impl.h"
+#include "lb/pick_first.h"
 #include "lb/ring_hash_policy.h"
 #include "lb/round_robin.h"
 #include "lb/weighted_target.h"
@@ -68,10 +69,10 @@ void ClusterLoadBalancer::Update(const ClusterResource& cluster,
   Update(cluster, endpoints, std::move(own));
 }
 
-void ClusterLoadBalancer::Update(
-    const ClusterResource& cluster, const EndpointResource& endpoints,
-    std::shared_ptr<const ClusterImplConfig> own,
-    std::vector<std::shared_ptr<const ClusterImplConfig>> by_priority) {
+void ClusterLoadBalancer::Update(const ClusterResource& cluster, const EndpointResource& endpoints,
+                                 std::shared_ptr<const ClusterImplConfig> own,
+                                 std::vector<std::shared_ptr<const ClusterImplConfig>> by_priority,
+                                 std::vector<PriorityChildConfig> children) {
   own_ = std::move(own);
   by_priority_ = std::move(by_priority);
   std::vector<std::pair<std::string, std::shared_ptr<LocalityLoadStats>>> endpoint_localities;
@@ -100,7 +101,7 @@ void ClusterLoadBalancer::Update(
     options.request_hash_header = lb_config_.request_hash_header;
     BuildTree(options);
   }
-  priority_->Update(ToPriorities(endpoints));
+  priority_->Update(ToPriorities(endpoints), std::move(children));
 }
 
 const ClusterImplConfig& ClusterLoadBalancer::ConfigOf(int priority) const {
@@ -157,12 +158,19 @@ void ClusterLoadBalancer::BuildTree(const LbPolicyOptions& options) {
   } else {
     child_factory = endpoint_policy;
   }
+  // A37: a LOGICAL_DNS cluster's priority is pick_first over its addresses,
+  // whatever the cluster's LB policy.
+  PriorityPolicy::ChildFactory pick_first =
+      [&pool, &tree](LbPolicy::Reporter r) -> std::unique_ptr<LbPolicy> {
+    return std::make_unique<PickFirstPolicy>(pool, tree.request_reresolution, std::move(r));
+  };
   priority_.reset();
   priority_ = std::make_unique<PriorityPolicy>(
       loop_, tree_options_, std::move(child_factory),
       [this](ConnectivityState state, const Status& status, std::shared_ptr<const Picker> picker) {
         OnReport(state, status, std::move(picker));
-      });
+      },
+      std::move(pick_first));
 }
 
 void ClusterLoadBalancer::OnReport(ConnectivityState state, const Status& status,

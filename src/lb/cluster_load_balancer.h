@@ -44,10 +44,12 @@ class ClusterLoadBalancer {
   // p are subject to by_priority[p] (A37: an aggregate cluster's priorities
   // belong to its leaf clusters, each with its own drops, circuit breaker
   // and load report); `own` applies to priorities by_priority leaves out
-  // (or null) and while there is no priority to pick from.
+  // (or null) and while there is no priority to pick from. `children`
+  // names each priority's child and its kind (A37; by position when empty).
   void Update(const ClusterResource& cluster, const EndpointResource& endpoints,
               std::shared_ptr<const ClusterImplConfig> own,
-              std::vector<std::shared_ptr<const ClusterImplConfig>> by_priority = {});
+              std::vector<std::shared_ptr<const ClusterImplConfig>> by_priority = {},
+              std::vector<PriorityChildConfig> children = {});
 
   // The tree's current priority exits IDLE (its IDLE pickers ask for this
   // themselves on the first pick).

@@ -82,6 +82,9 @@ struct LbPolicyOptions {
   // A56 / A42 timers; tests shorten them.
   std::chrono::milliseconds priority_failover_timeout{10000};
   std::chrono::milliseconds child_retention_interval{15 * 60 * 1000};
+  // A37: how pick_first (a LOGICAL_DNS cluster's priority) asks the
+  // resolver to resolve again; may be null.
+  std::function<void()> request_reresolution;
 };
 
 }  // namespace uxds

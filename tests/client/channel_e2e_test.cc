@@ -253,6 +253,77 @@ TEST_F(ChannelEndToEndTest, AggregateClusterFailsOverBetweenItsChildren) {
   ExpectCallsSettleOn({addresses_[1]}, 10, waiting);
 }
 
+// A37: a LOGICAL_DNS cluster uses pick_first over every address of its
+// name, in order: the first refuses connections, calls go to the second.
+// When the connection in use closes, the name is resolved again and the
+// changed answer is used.
+TEST_F(ChannelEndToEndTest, ALogicalDnsClusterTriesEachAddressAndReresolves) {
+  struct Answers {
+    std::mutex mu;
+    std::vector<std::string> addresses;
+    int lookups = 0;
+  };
+  auto answers = std::make_shared<Answers>();
+  answers->addresses = {"127.0.0.1:1", addresses_[0]};  // nothing listens on port 1
+  resolve_host_ = [answers](const std::string& host,
+                            const std::string&) -> StatusOr<std::vector<std::string>> {
+    EXPECT_EQ(host, "backend.example.com");
+    std::lock_guard lock(answers->mu);
+    ++answers->lookups;
+    return answers->addresses;
+  };
+  ASSERT_TRUE(cp_->SetResources(kLdsType,
+                                {{"svc", ApiListenerWithRoutes("svc", "*", {{"", "dns"}})}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(
+      kCdsType, {{"dns", LogicalDnsCluster("dns", "backend.example.com", 443)}}, "1"));
+  CreateChannel("xds:///svc");
+  CallOptions waiting;
+  waiting.wait_for_ready = true;
+  ExpectCallsSettleOn({addresses_[0]}, 10, waiting);
+  {
+    std::lock_guard lock(answers->mu);
+    EXPECT_EQ(answers->lookups, 1);
+    answers->addresses = {addresses_[1]};
+  }
+  StopBackend(0);
+  ExpectCallsSettleOn({addresses_[1]}, 10, waiting);
+  std::lock_guard lock(answers->mu);
+  EXPECT_GE(answers->lookups, 2);
+}
+
+// A37: a failing pick of an aggregate cluster carries the note of every
+// leaf, not only the first's: here the second leaf's name does not resolve,
+// and that is what the caller needs to read.
+TEST_F(ChannelEndToEndTest, AnAggregateClustersFailureCarriesEveryLeafsNote) {
+  resolve_host_ = [](const std::string& host,
+                     const std::string&) -> StatusOr<std::vector<std::string>> {
+    return Status(StatusCode::kUnavailable, "no address for " + host);
+  };
+  ASSERT_TRUE(cp_->SetResources(kLdsType,
+                                {{"svc", ApiListenerWithRoutes("svc", "*", {{"", "agg"}})}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(kCdsType,
+                                {{"agg", AggregateCluster("agg", {"eds", "dns"})},
+                                 {"eds", ValidCluster("eds", "s-eds")},
+                                 {"dns", LogicalDnsCluster("dns", "backend.example.com", 443)}},
+                                "1"));
+  // Nothing listens on port 1: the EDS leaf's only priority fails.
+  ASSERT_TRUE(cp_->SetResources(kEdsType, {{"s-eds", EndpointsAt("s-eds", {"127.0.0.1:1"})}}, "1"));
+  CreateChannel("xds:///svc");
+  Status failed;
+  const auto give_up = std::chrono::steady_clock::now() + seconds(30);
+  while (std::chrono::steady_clock::now() < give_up) {
+    StatusOr<UnaryResponse> reply = Call(test_service::kEmptyCall);
+    ASSERT_FALSE(reply.ok()) << "answered by " << reply->peer;
+    failed = reply.status();
+    if (failed.message().find("backend.example.com") != std::string::npos) break;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  EXPECT_EQ(failed.code(), StatusCode::kUnavailable);
+  EXPECT_NE(failed.message().find("DNS resolution failed for backend.example.com:443"),
+            std::string::npos)
+      << failed.ToString();
+}
+
 // A88: the control plane going away leaves the cached resources in use:
 // calls keep working, and a new channel for the same target resolves from
 // the cache.

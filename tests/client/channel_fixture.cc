@@ -83,6 +83,8 @@ void ChannelFixture::CreateChannel(const std::string& target) {
     options.xds_client_pool = pool_;
     options.initial_backoff = milliseconds(100);
     options.max_backoff = milliseconds(500);
+    options.resolve_host = resolve_host_;
+    options.min_time_between_resolutions = milliseconds(100);
     auto channel = Channel::Create(control_->loop(), target, options);
     ASSERT_TRUE(channel.ok()) << channel.status().ToString();
     channel_ = *std::move(channel);

@@ -65,6 +65,8 @@ class ChannelFixture : public ::testing::Test {
   std::unique_ptr<LoopThread> control_;
   std::shared_ptr<XdsClientPool> pool_;
   std::unique_ptr<Channel> channel_;
+  // ChannelOptions::resolve_host of the channels CreateChannel() makes.
+  decltype(ChannelOptions::resolve_host) resolve_host_;
 
  private:
   void ServeBackend(int index, uint16_t port);

@@ -6,13 +6,18 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <future>
+#include <iostream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "support/fake_control_plane.h"
 #include "support/test_support.h"
@@ -52,7 +57,9 @@ class XdsDependencyManagerTest : public ::testing::Test {
   }
 
   void Start(const std::string& authority = "svc.example.com",
-             milliseconds resource_timeout = std::chrono::minutes(10)) {
+             milliseconds resource_timeout = std::chrono::minutes(10),
+             HostResolver::Lookup lookup = &HostResolver::ResolveBlocking,
+             milliseconds min_time_between_resolutions = milliseconds(0)) {
     Bootstrap bootstrap;
     XdsServerConfig server;
     server.server_uri = cp_->target();
@@ -63,7 +70,8 @@ class XdsDependencyManagerTest : public ::testing::Test {
     loop_->RunSync([&] {
       client_ = *XdsClient::Create(loop_->loop(), bootstrap, options);
       manager_ = std::make_unique<XdsDependencyManager>(
-          *client_, "l1", authority, [this](Update update) { Push(std::move(update)); });
+          *client_, "l1", authority, [this](Update update) { Push(std::move(update)); },
+          std::move(lookup), min_time_between_resolutions);
     });
   }
 
@@ -85,6 +93,13 @@ class XdsDependencyManagerTest : public ::testing::Test {
       if (update->ok() && predicate(***update)) return **update;
     }
     return nullptr;
+  }
+  // Runs `body` on the manager's loop.
+  template <typename T>
+  T OnLoop(std::function<T()> body) {
+    T result{};
+    loop_->RunSync([&] { result = body(); });
+    return result;
   }
   std::vector<std::string> WatchedClusters() {
     std::vector<std::string> names;
@@ -217,7 +232,7 @@ TEST_F(XdsDependencyManagerTest, AggregateClustersExpandToTheirLeaves) {
 }
 
 // A37: a LOGICAL_DNS cluster's name is resolved off the loop into one
-// endpoint with every address.
+// locality with an endpoint per address, in the resolver's order.
 TEST_F(XdsDependencyManagerTest, LogicalDnsClustersAreResolved) {
   ASSERT_TRUE(
       cp_->SetResources(kLdsType, {{"l1", ApiListenerWithRoutes("l1", "*", {{"", "dns"}})}}, "1"));
@@ -230,7 +245,10 @@ TEST_F(XdsDependencyManagerTest, LogicalDnsClustersAreResolved) {
   const auto* endpoints = EndpointsOf(*config, "dns");
   ASSERT_NE(endpoints, nullptr);
   ASSERT_NE(endpoints->endpoints, nullptr);
-  const auto& addresses = endpoints->endpoints->priorities[0].localities[0].endpoints[0].addresses;
+  std::vector<std::string> addresses;
+  for (const auto& e : endpoints->endpoints->priorities.at(0).localities.at(0).endpoints) {
+    addresses.push_back(e.addresses.at(0));
+  }
   EXPECT_NE(std::find(addresses.begin(), addresses.end(), "127.0.0.1:8080"), addresses.end());
 }
 
@@ -276,6 +294,224 @@ TEST_F(XdsDependencyManagerTest, AmbientErrorsBecomeTheClustersResolutionNote) {
   EXPECT_EQ(FirstAddress(*config, "c1"), "10.0.0.1:80");
   // Only c1's branch carries c1's error.
   EXPECT_EQ(EndpointsOf(*config, "c2")->resolution_note, std::string("xDS node ID:") + kNodeId);
+}
+
+// The Clusters of an aggregate graph `width` wide and `depth` aggregate
+// levels deep in which every cluster of a level names every cluster of the
+// next: "root" names d1-0..d1-<width-1>, ..., each d<depth-1>-i names the
+// EDS leaves d<depth>-0.., which all use endpoints "s-leaf". 3^depth paths
+// lead from the root to the leaves, through 1 + width * depth clusters.
+std::map<std::string, ResponseResource> SharedAggregateGraph(int width, int depth) {
+  std::map<std::string, ResponseResource> clusters;
+  auto level = [width](int d) {
+    std::vector<std::string> names;
+    for (int i = 0; i < width; ++i)
+      names.push_back("d" + std::to_string(d) + "-" + std::to_string(i));
+    return names;
+  };
+  clusters.emplace("root", AggregateCluster("root", level(1)));
+  for (int d = 1; d < depth; ++d) {
+    for (const std::string& name : level(d)) {
+      clusters.emplace(name, AggregateCluster(name, level(d + 1)));
+    }
+  }
+  for (const std::string& name : level(depth)) clusters.emplace(name, ValidCluster(name, "s-leaf"));
+  return clusters;
+}
+
+// A37 (as gRPC): a sub-graph several aggregate clusters share is expanded
+// once, not once per path: 3 wide and 16 levels deep (the most A37 allows)
+// is 43 million paths but 49 clusters, each expanded once.
+TEST_F(XdsDependencyManagerTest, ASharedAggregateGraphIsExpandedOncePerCluster) {
+  constexpr int kWidth = 3;
+  constexpr int kDepth = XdsDependencyManager::kMaxAggregateDepth;
+  ASSERT_TRUE(
+      cp_->SetResources(kLdsType, {{"l1", ApiListenerWithRoutes("l1", "*", {{"", "root"}})}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(kCdsType, SharedAggregateGraph(kWidth, kDepth), "1"));
+  ASSERT_TRUE(cp_->SetResources(kEdsType, {{"s-leaf", Endpoints("s-leaf", "10.0.0.1", 80)}}, "1"));
+  const auto start = std::chrono::steady_clock::now();
+  Start("any.example.com");
+  std::shared_ptr<const XdsConfig> config =
+      NextConfigWhere([](const XdsConfig& c) { return c.clusters.contains("root"); });
+  ASSERT_NE(config, nullptr);
+  // A figure for the log, not a bound (bench/ measures).
+  std::cout
+      << "first config after "
+      << std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - start).count()
+      << " ms\n";
+  const auto& root = config->clusters.at("root");
+  ASSERT_TRUE(root.ok()) << root.status().ToString();
+  const auto* children = std::get_if<XdsConfig::ClusterConfig::AggregateConfig>(&root->children);
+  ASSERT_NE(children, nullptr);
+  EXPECT_EQ(children->leaf_clusters, (std::vector<std::string>{"d16-0", "d16-1", "d16-2"}));
+  EXPECT_EQ(config->clusters.size(), 1u + kWidth * kDepth);
+  const uint64_t expansions = OnLoop<uint64_t>([&] { return manager_->last_expansion_count(); });
+  std::cout << "clusters expanded for that config: " << expansions << "\n";
+  EXPECT_LE(expansions, 1u + kWidth * kDepth);
+}
+
+// A37: an aggregate graph deeper than 16 fails the cluster the route names
+// (TRANSIENT_FAILURE), not just the branch that is too deep; a cluster of
+// that branch met again high enough in another graph is fine there.
+TEST_F(XdsDependencyManagerTest, ATooDeepAggregateGraphFailsTheRootCluster) {
+  // root -> {leaf, deep1}, deep1 -> deep2 -> ... -> deep16 -> leaf2: deep16
+  // is an aggregate cluster at depth 16. "shallow" -> deep16.
+  std::map<std::string, ResponseResource> clusters;
+  clusters.emplace("root", AggregateCluster("root", {"leaf", "deep1"}));
+  for (int d = 1; d < 16; ++d) {
+    const std::string name = "deep" + std::to_string(d);
+    clusters.emplace(name, AggregateCluster(name, {"deep" + std::to_string(d + 1)}));
+  }
+  clusters.emplace("deep16", AggregateCluster("deep16", {"leaf2"}));
+  clusters.emplace("shallow", AggregateCluster("shallow", {"deep16"}));
+  clusters.emplace("leaf", ValidCluster("leaf", "s1"));
+  clusters.emplace("leaf2", ValidCluster("leaf2", "s2"));
+  ASSERT_TRUE(cp_->SetResources(
+      kLdsType, {{"l1", ApiListenerWithRoutes("l1", "*", {{"/a/", "root"}, {"", "shallow"}})}},
+      "1"));
+  ASSERT_TRUE(cp_->SetResources(kCdsType, clusters, "1"));
+  ASSERT_TRUE(cp_->SetResources(
+      kEdsType, {{"s1", Endpoints("s1", "10.0.0.1", 80)}, {"s2", Endpoints("s2", "10.0.0.2", 80)}},
+      "1"));
+  Start("any.example.com");
+  std::shared_ptr<const XdsConfig> config = NextConfigWhere([](const XdsConfig& c) {
+    return c.clusters.contains("root") && c.clusters.contains("leaf2");
+  });
+  ASSERT_NE(config, nullptr);
+  const auto& root = config->clusters.at("root");
+  ASSERT_FALSE(root.ok()) << "the too-deep branch was dropped and root kept its other leaf";
+  EXPECT_EQ(root.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(root.status().message().find("exceeds max depth"), std::string::npos)
+      << root.status().ToString();
+  const auto& shallow = config->clusters.at("shallow");
+  ASSERT_TRUE(shallow.ok()) << shallow.status().ToString();
+  EXPECT_EQ(std::get<XdsConfig::ClusterConfig::AggregateConfig>(shallow->children).leaf_clusters,
+            std::vector<std::string>{"leaf2"});
+}
+
+// A37 (as gRPC): an aggregate cluster none of whose clusters exists fails,
+// and says why.
+TEST_F(XdsDependencyManagerTest, AnAggregateClusterWithNoLeavesSaysSo) {
+  ASSERT_TRUE(
+      cp_->SetResources(kLdsType, {{"l1", ApiListenerWithRoutes("l1", "*", {{"", "agg"}})}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(kCdsType, {{"agg", AggregateCluster("agg", {"missing"})}}, "1"));
+  Start("any.example.com", milliseconds(300));
+  std::shared_ptr<const XdsConfig> config =
+      NextConfigWhere([](const XdsConfig& c) { return c.clusters.contains("agg"); });
+  ASSERT_NE(config, nullptr);
+  const auto& agg = config->clusters.at("agg");
+  ASSERT_FALSE(agg.ok());
+  EXPECT_EQ(agg.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(agg.status().message().find("aggregate cluster dependency graph for agg has no leaf"),
+            std::string::npos)
+      << agg.status().ToString();
+}
+
+// A37: RequestReresolution() resolves a LOGICAL_DNS cluster's name again and
+// a changed answer is published; the addresses keep the resolver's order.
+TEST_F(XdsDependencyManagerTest, ReresolutionTakesAChangedDnsAnswer) {
+  ASSERT_TRUE(
+      cp_->SetResources(kLdsType, {{"l1", ApiListenerWithRoutes("l1", "*", {{"", "dns"}})}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(
+      kCdsType, {{"dns", LogicalDnsCluster("dns", "backend.example.com", 8080)}}, "1"));
+  auto answer = std::make_shared<std::atomic<int>>(0);
+  Start("svc.example.com", std::chrono::minutes(10),
+        [answer](const std::string& host,
+                 const std::string& port) -> StatusOr<std::vector<SocketAddress>> {
+          EXPECT_EQ(host, "backend.example.com");
+          std::vector<std::string> texts = *answer == 0
+                                               ? std::vector<std::string>{"10.0.0.2", "10.0.0.1"}
+                                               : std::vector<std::string>{"10.0.0.3"};
+          std::vector<SocketAddress> addresses;
+          for (const std::string& text : texts) {
+            addresses.push_back(*SocketAddress::Parse(text + ":" + port));
+          }
+          return addresses;
+        });
+  auto addresses_of = [](const XdsConfig& c) {
+    std::vector<std::string> addresses;
+    const auto* e = EndpointsOf(c, "dns");
+    if (e == nullptr || e->endpoints == nullptr) return addresses;
+    for (const auto& endpoint : e->endpoints->priorities.at(0).localities.at(0).endpoints) {
+      addresses.push_back(endpoint.addresses.at(0));
+    }
+    return addresses;
+  };
+  std::shared_ptr<const XdsConfig> config =
+      NextConfigWhere([](const XdsConfig& c) { return c.clusters.contains("dns"); });
+  ASSERT_NE(config, nullptr);
+  EXPECT_EQ(addresses_of(*config), (std::vector<std::string>{"10.0.0.2:8080", "10.0.0.1:8080"}));
+  *answer = 1;
+  loop_->RunSync([&] { manager_->RequestReresolution(); });
+  config = NextConfigWhere([&](const XdsConfig& c) { return !addresses_of(c).empty(); });
+  ASSERT_NE(config, nullptr);
+  EXPECT_EQ(addresses_of(*config), std::vector<std::string>{"10.0.0.3:8080"});
+  EXPECT_EQ(OnLoop<uint64_t>([&] { return manager_->dns_lookups(); }), 2u);
+}
+
+// A27: a locality without load_balancing_weight is ignored; when that
+// leaves the cluster without endpoints, the note names the locality, so a
+// failing pick says more than "no endpoints".
+TEST_F(XdsDependencyManagerTest, ALocalityWithoutWeightIsNamedInTheNote) {
+  ASSERT_TRUE(
+      cp_->SetResources(kLdsType, {{"l1", ApiListenerWithRoutes("l1", "*", {{"", "c1"}})}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(kCdsType, {{"c1", ValidCluster("c1", "s1")}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(
+      kEdsType, {{"s1", EndpointsWithoutLocalityWeight("s1", "10.0.0.1", 80)}}, "1"));
+  Start("any.example.com");
+  std::shared_ptr<const XdsConfig> config =
+      NextConfigWhere([](const XdsConfig& c) { return EndpointsOf(c, "c1") != nullptr; });
+  ASSERT_NE(config, nullptr);
+  const auto* endpoints = EndpointsOf(*config, "c1");
+  ASSERT_NE(endpoints->endpoints, nullptr);
+  EXPECT_TRUE(endpoints->endpoints->priorities.empty());
+  EXPECT_NE(endpoints->resolution_note.find(
+                "EDS resource s1: 1 locality without load_balancing_weight ignored: "
+                "{region=\"\", zone=\"z1\", sub_zone=\"\"}"),
+            std::string::npos)
+      << endpoints->resolution_note;
+}
+
+// gRPC's DNS resolver: a name is not resolved again sooner than the
+// minimum time after the last lookup started; the request waits for it,
+// and requests meanwhile add no lookup.
+TEST_F(XdsDependencyManagerTest, ReresolutionWaitsForTheMinimumTimeBetweenResolutions) {
+  ASSERT_TRUE(
+      cp_->SetResources(kLdsType, {{"l1", ApiListenerWithRoutes("l1", "*", {{"", "dns"}})}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(
+      kCdsType, {{"dns", LogicalDnsCluster("dns", "backend.example.com", 8080)}}, "1"));
+  struct Lookups {
+    std::mutex mu;
+    std::vector<std::chrono::steady_clock::time_point> times;
+  };
+  auto lookups = std::make_shared<Lookups>();
+  constexpr milliseconds kMinTime(2000);
+  Start(
+      "svc.example.com", std::chrono::minutes(10),
+      [lookups](const std::string&,
+                const std::string& port) -> StatusOr<std::vector<SocketAddress>> {
+        std::lock_guard lock(lookups->mu);
+        lookups->times.push_back(std::chrono::steady_clock::now());
+        return std::vector<SocketAddress>{
+            *SocketAddress::Parse("10.0.0." + std::to_string(lookups->times.size()) + ":" + port)};
+      },
+      kMinTime);
+  ASSERT_NE(NextConfigWhere([](const XdsConfig& c) { return c.clusters.contains("dns"); }),
+            nullptr);
+  for (int i = 0; i < 3; ++i) {
+    loop_->RunSync([&] { manager_->RequestReresolution(); });
+  }
+  {
+    std::lock_guard lock(lookups->mu);
+    EXPECT_EQ(lookups->times.size(), 1u);  // not yet
+  }
+  ASSERT_NE(
+      NextConfigWhere([](const XdsConfig& c) { return FirstAddress(c, "dns") == "10.0.0.2:8080"; }),
+      nullptr);
+  std::lock_guard lock(lookups->mu);
+  ASSERT_EQ(lookups->times.size(), 2u);  // the three requests made one lookup
+  // A lower bound only (the first lookup ran a little after its start).
+  EXPECT_GE(lookups->times[1] - lookups->times[0], kMinTime * 3 / 4);
 }
 
 }  // namespace

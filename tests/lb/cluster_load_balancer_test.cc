@@ -503,5 +503,28 @@ TEST_F(ClusterLoadBalancerTest, EndpointUpdatesKeepConnectionsToKeptAddresses) {
   }());
 }
 
+// A37: a priority marked pick_first (a LOGICAL_DNS cluster's) uses
+// pick_first whatever the cluster's LB policy: here RING_HASH, which would
+// fail a pick without a hash; pick_first skips the refused first address
+// and sends every pick to the second.
+TEST_F(ClusterLoadBalancerTest, APickFirstPriorityIgnoresTheClustersLbPolicy) {
+  const std::string refused = lb_testing::RefusedAddress().ToString();
+  auto own = std::make_shared<ClusterImplConfig>();
+  own->counter = std::make_shared<CallCounter>();
+  own->max_requests = 1024;
+  lb_->Update(RingHashCluster(), MakeEndpoints({{{refused, Addr(0), Addr(1)}}}), own, {},
+              {PriorityChildConfig{"dns[child0]", /*pick_first=*/true}});
+  loop_->BlockOn([&]() -> Task<void> {
+    const std::string first = co_await PickUntilComplete();
+    EXPECT_EQ(first, Addr(0));
+    for (int i = 0; i < 10; ++i) {
+      EXPECT_EQ(Pick().kind, PickResult::Kind::kComplete);
+      EXPECT_EQ(last_address_, Addr(0));
+    }
+  }());
+  EXPECT_EQ(pool_->Find(Addr(1))->connection_attempts(), 0u);  // never needed
+  EXPECT_TRUE(lb_->priority()->has_child("dns[child0]"));
+}
+
 }  // namespace
 }  // namespace uxds

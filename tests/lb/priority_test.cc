@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "lb/lb_test_util.h"
+#include "lb/priority_names.h"
 
 namespace uxds {
 namespace {
@@ -190,6 +191,65 @@ TEST_F(PriorityTest, NoPrioritiesFailsPicks) {
   Update(0);
   EXPECT_EQ(log_.state, State::kTransientFailure);
   EXPECT_EQ(log_.picker->Pick(PickArgs{}).kind, PickResult::Kind::kFail);
+}
+
+// A37: children are known by name. An aggregate cluster's first leaf loses
+// its priority (its EDS resource failed): the second leaf's priority moves
+// to position 0 but keeps its own child, READY, with no new failover timer;
+// the first leaf's child is kept deactivated, not handed the second leaf's
+// endpoints.
+TEST_F(PriorityTest, APriorityThatMovesKeepsItsNamedChild) {
+  const std::vector<PriorityChildConfig> both = {{"a[child0]", false}, {"b[child0]", false}};
+  policy_->Update(std::vector<LocalityList>(2, LocalityList{}), both);
+  children_[0]->Report(State::kTransientFailure);
+  ASSERT_EQ(children_.size(), 2u);
+  children_[1]->Report(State::kReady);
+  EXPECT_EQ(CurrentTag(), 1);
+  const int b_updates = children_[1]->updates;
+
+  children_[1]->initial_state = State::kReady;
+  policy_->Update(std::vector<LocalityList>(1, LocalityList{}), {{"b[child0]", false}});
+  EXPECT_EQ(children_.size(), 2u);  // no child made
+  EXPECT_EQ(policy_->current_priority(), 0);
+  EXPECT_EQ(log_.state, State::kReady);
+  EXPECT_EQ(CurrentTag(), 1);  // b's own child
+  EXPECT_EQ(children_[1]->updates, b_updates + 1);
+  EXPECT_FALSE(policy_->child_failover_timer_pending("b[child0]"));
+  EXPECT_TRUE(policy_->child_deactivated("a[child0]"));
+
+  // a comes back: its child is reactivated in front of b's.
+  children_[0]->initial_state = State::kReady;
+  policy_->Update(std::vector<LocalityList>(2, LocalityList{}), both);
+  EXPECT_EQ(children_.size(), 2u);
+  EXPECT_FALSE(policy_->child_deactivated("a[child0]"));
+  EXPECT_EQ(CurrentTag(), 0);
+}
+
+// A37: a priority keeps the name an earlier update gave one of its
+// localities; a new locality set gets a new name.
+TEST(PriorityNamesTest, APriorityKeepsTheNameOfItsLocalities) {
+  auto priority = [](std::vector<std::string> zones) {
+    EndpointResource::Priority p;
+    for (std::string& zone : zones) {
+      EndpointResource::Locality l;
+      l.name.zone = std::move(zone);
+      p.localities.push_back(std::move(l));
+    }
+    return p;
+  };
+  PriorityNames names("c");
+  EndpointResource first;
+  first.priorities = {priority({"z1"}), priority({"z2", "z3"})};
+  EXPECT_EQ(names.Assign(first), (std::vector<std::string>{"c[child0]", "c[child1]"}));
+  // z1's priority is gone and z3 is now alone in priority 0: it keeps
+  // child1; the new z4 gets a new name.
+  EndpointResource second;
+  second.priorities = {priority({"z3"}), priority({"z4"})};
+  EXPECT_EQ(names.Assign(second), (std::vector<std::string>{"c[child1]", "c[child2]"}));
+  // Two priorities naming the same earlier name: the first keeps it.
+  EndpointResource third;
+  third.priorities = {priority({"z3"}), priority({"z3b", "z3"})};
+  EXPECT_EQ(names.Assign(third), (std::vector<std::string>{"c[child1]", "c[child3]"}));
 }
 
 }  // namespace

@@ -42,6 +42,19 @@ ResponseResource Endpoints(const std::string& cluster_name, const std::string& i
   return ResponseResource(kEdsType, assignment.SerializeAsString());
 }
 
+ResponseResource EndpointsWithoutLocalityWeight(const std::string& cluster_name,
+                                                const std::string& ip, int port) {
+  envoy::config::endpoint::v3::ClusterLoadAssignment assignment;
+  assignment.set_cluster_name(cluster_name);
+  auto* locality = assignment.add_endpoints();
+  locality->mutable_locality()->set_zone("z1");
+  auto* address =
+      locality->add_lb_endpoints()->mutable_endpoint()->mutable_address()->mutable_socket_address();
+  address->set_address(ip);
+  address->set_port_value(port);
+  return ResponseResource(kEdsType, assignment.SerializeAsString());
+}
+
 namespace {
 
 using envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager;

@@ -31,6 +31,10 @@ ResponseResource ValidCluster(const std::string& name, const std::string& servic
 ResponseResource InvalidCluster(const std::string& name);
 // One locality (zone z1, weight 1) with one endpoint ip:port.
 ResponseResource Endpoints(const std::string& cluster_name, const std::string& ip, int port);
+// The same, in a locality (zone "z1") without load_balancing_weight (A27:
+// ignored).
+ResponseResource EndpointsWithoutLocalityWeight(const std::string& cluster_name,
+                                                const std::string& ip, int port);
 
 // A client Listener (api_listener) whose HttpConnectionManager (router
 // filter only) gets its routes from RDS resource `route_config_name`.

@@ -71,6 +71,9 @@ struct EndpointResource {
   // Index = priority; contiguous from 0, none empty.
   std::vector<Priority> priorities;
   std::vector<DropCategory> drop_overloads;
+  // A27: localities without a load_balancing_weight (or weight 0), left
+  // out of `priorities`; kept so that an error can name them.
+  std::vector<LocalityName> localities_without_weight;
 
   // One-line JSON for `uxds watch`.
   std::string ToJson() const;

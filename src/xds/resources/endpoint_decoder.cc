@@ -162,7 +162,14 @@ StatusOr<EndpointResource> ParseEndpointResource(const ClusterLoadAssignment& pr
     std::map<uint32_t, std::map<LocalityName, EndpointResource::Locality>> priorities;
     for (int i = 0; i < proto.endpoints_size(); ++i) {
       auto index_field = errors.Scope("[" + std::to_string(i) + "]");
-      auto parsed = ParseLocality(proto.endpoints(i), addresses_seen, errors);
+      const LocalityLbEndpoints& locality = proto.endpoints(i);
+      if (!locality.has_load_balancing_weight() || locality.load_balancing_weight().value() == 0) {
+        // A27: ignored (ParseLocality skips it); remembered for the note.
+        resource.localities_without_weight.push_back({locality.locality().region(),
+                                                      locality.locality().zone(),
+                                                      locality.locality().sub_zone()});
+      }
+      auto parsed = ParseLocality(locality, addresses_seen, errors);
       if (!parsed.has_value()) continue;
       auto& localities = priorities[parsed->priority];
       auto name = parsed->locality.name;
