@@ -100,7 +100,8 @@ class XdsServer {
   // the serving-status callback tells why the server is not serving yet.
   void Start();
   // Stops watching, closes the listening socket, drains every connection
-  // (calls in flight get `grace`), and waits until all have ended. May be
+  // (calls in flight get `grace`, also on a connection already draining
+  // under a longer drain_grace_time), and waits until all have ended. May be
   // awaited by several tasks at once: one teardown (the first call's
   // `grace`), and every call returns once it has ended, even if its own
   // task is cancelled; a call after that returns at once.

@@ -127,6 +127,8 @@ Task<void> ServingListener::Teardown() {
   config_ = nullptr;
   if (listener_ != nullptr) listener_->Close();
   accept_task_.Cancel();
+  // Also bounds a connection already draining after a Listener update: its
+  // drain grace time (10 min by default) is cut to the shutdown's grace.
   for (const auto& [connection, generation] : live_) connection->Drain(*shutdown_grace_);
   co_await accept_task_.Join();
   Timer backstop(loop_);

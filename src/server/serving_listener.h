@@ -53,10 +53,11 @@ class ServingListener {
   void Apply(std::shared_ptr<const ServingConfig> config);
   // A36 "not serving": drain every connection; accept and close new ones.
   void StopServing();
-  // Closes the listening socket, drains every connection with `grace` and
-  // waits until all have ended. Any number of callers: one teardown (the
-  // first call's `grace`), and every call returns once it has ended (a call
-  // after that returns at once), even if its own task is cancelled.
+  // Closes the listening socket, drains every connection with `grace` (one
+  // already draining under a longer grace too) and waits until all have
+  // ended. Any number of callers: one teardown (the first call's `grace`),
+  // and every call returns once it has ended (a call after that returns at
+  // once), even if its own task is cancelled.
   Task<void> Shutdown(std::chrono::milliseconds grace);
 
   size_t connection_count() const { return live_.size(); }
