@@ -76,7 +76,10 @@ struct XdsServerOptions {
   // it, every not-serving error and each return to serving is logged as a
   // warning.
   std::function<void(std::string_view listening_address, const Status& status)> serving_status;
-  // Connections served at once (more are closed at accept, without a byte).
+  // Connections served at once under the current Listener (more are closed
+  // at accept, without a byte). Connections draining after a Listener update
+  // or on "not serving" do not count: each ends within drain_grace_time, and
+  // A36 wants no connection failed because of a drain.
   size_t max_connections = 1024;
 };
 
