@@ -99,6 +99,9 @@ TEST_F(XdsServerTest, ListenerUpdateWaitsForItsRouteConfiguration) {
   client_loop_->BlockOn(run(this, name));
 }
 
+// Far below the drain grace time, and the 2 s backstop after it.
+constexpr milliseconds kShutdownGrace{400};
+
 // Shutdown(grace) bounds every connection, one already draining after a
 // Listener update under a longer drain grace time included: its call in
 // flight ends at the shorter grace and the connection closes then, not when
@@ -110,7 +113,6 @@ TEST_F(XdsServerTest, ShutdownShortensADrainInProgress) {
   StartServer("127.0.0.1:" + std::to_string(port_), options);
   SetListener(Version(name, port_, 1), "1");
   ASSERT_TRUE(WaitForServing().has_value());
-  constexpr milliseconds kShutdownGrace{400};
   struct Outcome {
     std::optional<StatusOr<std::string>> call;
     std::chrono::steady_clock::time_point shutdown_started;
