@@ -76,7 +76,10 @@ struct XdsServerOptions {
   // it, every not-serving error and each return to serving is logged as a
   // warning.
   std::function<void(std::string_view listening_address, const Status& status)> serving_status;
-  // Connections served at once (more are closed at accept, without a byte).
+  // Connections served at once under the current Listener (more are closed
+  // at accept, without a byte). Connections draining after a Listener update
+  // or on "not serving" do not count: each ends within drain_grace_time, and
+  // A36 wants no connection failed because of a drain.
   size_t max_connections = 1024;
 };
 
@@ -100,7 +103,8 @@ class XdsServer {
   // the serving-status callback tells why the server is not serving yet.
   void Start();
   // Stops watching, closes the listening socket, drains every connection
-  // (calls in flight get `grace`), and waits until all have ended. May be
+  // (calls in flight get `grace`, also on a connection already draining
+  // under a longer drain_grace_time), and waits until all have ended. May be
   // awaited by several tasks at once: one teardown (the first call's
   // `grace`), and every call returns once it has ended, even if its own
   // task is cancelled; a call after that returns at once.

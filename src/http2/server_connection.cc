@@ -1,5 +1,7 @@
 #include "http2/server_connection.h"
 
+#include <algorithm>
+
 #include "http2/server_session.h"
 
 namespace uxds::http2 {
@@ -38,7 +40,8 @@ Task<void> ServerConnection::Serve() {
 
 void ServerConnection::Drain(std::chrono::milliseconds grace) {
   if (!serving_) {
-    pending_drain_ = grace;
+    // As on a running session, a second Drain() can only shorten the grace.
+    pending_drain_ = pending_drain_ ? std::min(*pending_drain_, grace) : grace;
     return;
   }
   session_->Drain(grace);

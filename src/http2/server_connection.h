@@ -46,6 +46,8 @@ class ServerConnection {
   // Graceful drain: GOAWAY with the maximum stream id, a PING round trip,
   // GOAWAY with the last accepted stream id; calls in flight may finish
   // within `grace`, then the rest are cancelled and the connection closes.
+  // On a connection already draining, only a shorter `grace` (counted from
+  // now) changes anything: the drain then ends by it.
   void Drain(std::chrono::milliseconds grace);
   // Closes now: open calls are cancelled.
   void Close();

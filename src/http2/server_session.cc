@@ -146,13 +146,24 @@ Task<void> ServerSession::PrefaceWatchdog() {
 }
 
 void ServerSession::Drain(std::chrono::milliseconds grace) {
-  if (draining_ || closing()) return;
+  if (closing()) return;
+  const Loop::Clock::time_point deadline = Loop::Clock::now() + grace;
+  if (draining_) {
+    // A server shutting down with a shorter grace than the drain already
+    // under way (a Listener update's drain grace time, A36) bounds it too,
+    // as gRPC's server shutdown deadline bounds every connection.
+    if (deadline < drain_deadline_) {
+      drain_deadline_ = deadline;
+      calls_changed_.NotifyAll();
+    }
+    return;
+  }
   draining_ = true;
+  drain_deadline_ = deadline;
   SpawnTask(DrainTask(grace));
 }
 
 Task<void> ServerSession::DrainTask(std::chrono::milliseconds grace) {
-  const auto deadline = Loop::Clock::now() + grace;
   set_end_reason(UnavailableError("server drained the connection"));
   // Two-phase GOAWAY, as gRPC servers do: a GOAWAY with the maximum stream id
   // tells the client to start no more calls; one PING round trip later every
@@ -167,14 +178,20 @@ Task<void> ServerSession::DrainTask(std::chrono::milliseconds grace) {
                         nullptr, 0);
   WakeWriter();
 
-  // In-flight calls finish, up to the grace time.
+  // In-flight calls finish, up to the grace time. The timer is re-armed
+  // whenever a later Drain() has moved the deadline earlier.
   bool expired = false;
   Timer timer(loop());
-  timer.Start(deadline - Loop::Clock::now(), [this, &expired] {
-    expired = true;
-    calls_changed_.NotifyAll();
-  });
+  Loop::Clock::time_point armed_for{};
   while (!calls_.empty() && !expired && !closing()) {
+    if (!timer.pending() || armed_for != drain_deadline_) {
+      armed_for = drain_deadline_;
+      timer.Start(std::max(armed_for - Loop::Clock::now(), Loop::Clock::duration::zero()),
+                  [this, &expired] {
+                    expired = true;
+                    calls_changed_.NotifyAll();
+                  });
+    }
     const Status awaited = co_await calls_changed_.Wait();
     if (!awaited.ok()) co_return;
   }

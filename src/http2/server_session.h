@@ -22,7 +22,8 @@ class ServerSession final : public Http2Session {
                 std::shared_ptr<const ServiceRegistry> registry, const ServerOptions& options);
   ~ServerSession() override;
 
-  // Graceful drain (see ServerConnection::Drain).
+  // Graceful drain (see ServerConnection::Drain). A call while draining
+  // can only shorten the grace time.
   void Drain(std::chrono::milliseconds grace);
   // Closes the connection unless the client's preface and SETTINGS arrive
   // within the handshake timeout (a client that connects and stays silent).
@@ -52,6 +53,9 @@ class ServerSession final : public Http2Session {
   std::unordered_map<Http2ServerCall*, std::unique_ptr<Http2ServerCall>> calls_;
   AsyncCondition calls_changed_;
   bool draining_ = false;
+  // When calls still running are cancelled; moved earlier by a shorter
+  // Drain() (calls_changed_ then wakes the drain to re-arm its timer).
+  Loop::Clock::time_point drain_deadline_{};
 };
 
 }  // namespace uxds::http2::detail

@@ -49,6 +49,9 @@ void ServingListener::StopServing() {
 }
 
 void ServingListener::DrainOlderConnections() {
+  // Every connection counted against max_connections was accepted under an
+  // older generation: it drains now and no longer counts.
+  serving_ = 0;
   for (const auto& [connection, generation] : live_) {
     if (generation < generation_ && !connection->draining()) {
       connection->Drain(options_.drain_grace_time);
@@ -81,7 +84,10 @@ Task<void> ServingListener::BindAndAccept() {
       continue;
     }
     std::shared_ptr<const http2::ServiceRegistry> registry;
-    if (config_ != nullptr && accepted_ < options_.connection_options.max_connections) {
+    // Connections draining after a Listener update do not count: A36 "Draining
+    // must not cause the server to spuriously fail RPCs or connections", and
+    // each ends within the drain grace time.
+    if (config_ != nullptr && serving_ < options_.connection_options.max_connections) {
       const ConnectionAddresses addresses{(*socket)->local_address(), (*socket)->peer_address()};
       if (const FilterChain* chain = config_->matcher->Select(addresses)) {
         registry = config_->RegistryFor(*chain);
@@ -93,7 +99,7 @@ Task<void> ServingListener::BindAndAccept() {
       (*socket)->Close();
       continue;
     }
-    ++accepted_;
+    ++serving_;
     connections_.Spawn(ServeConnection(*std::move(socket), std::move(registry), generation_));
   }
 }
@@ -102,9 +108,13 @@ Task<void> ServingListener::ServeConnection(std::unique_ptr<TcpSocket> socket,
                                             std::shared_ptr<const http2::ServiceRegistry> registry,
                                             uint64_t generation) {
   struct Served {
-    size_t& count;
-    ~Served() { --count; }
-  } served{accepted_};
+    ServingListener& listener;
+    uint64_t generation;
+    // Counted only while its generation is the current one.
+    ~Served() {
+      if (generation == listener.generation_) --listener.serving_;
+    }
+  } served{*this, generation};
   std::unique_ptr<http2::ServerConnection> connection = http2::ServerConnection::Create(
       loop_, std::move(socket), std::move(registry), options_.connection_options);
   live_.emplace(connection.get(), generation);
@@ -127,6 +137,8 @@ Task<void> ServingListener::Teardown() {
   config_ = nullptr;
   if (listener_ != nullptr) listener_->Close();
   accept_task_.Cancel();
+  // Also bounds a connection already draining after a Listener update: its
+  // drain grace time (10 min by default) is cut to the shutdown's grace.
   for (const auto& [connection, generation] : live_) connection->Drain(*shutdown_grace_);
   co_await accept_task_.Join();
   Timer backstop(loop_);

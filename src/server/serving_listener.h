@@ -7,7 +7,11 @@
 //    configuration ("not serving"), closes it without sending a byte;
 //  - a new configuration, or "not serving", drains every connection
 //    accepted under an older one (two-phase GOAWAY, closed after the grace
-//    time) while the listening socket stays open.
+//    time) while the listening socket stays open;
+//  - max_connections bounds the connections of the current configuration:
+//    draining ones do not keep new connections out;
+//  - Shutdown(grace) drains every connection within `grace`, shortening a
+//    drain already under way.
 //
 // Serving loop only; the control thread reaches it through Loop::Post.
 #pragma once
@@ -53,10 +57,11 @@ class ServingListener {
   void Apply(std::shared_ptr<const ServingConfig> config);
   // A36 "not serving": drain every connection; accept and close new ones.
   void StopServing();
-  // Closes the listening socket, drains every connection with `grace` and
-  // waits until all have ended. Any number of callers: one teardown (the
-  // first call's `grace`), and every call returns once it has ended (a call
-  // after that returns at once), even if its own task is cancelled.
+  // Closes the listening socket, drains every connection with `grace` (one
+  // already draining under a longer grace too) and waits until all have
+  // ended. Any number of callers: one teardown (the first call's `grace`),
+  // and every call returns once it has ended (a call after that returns at
+  // once), even if its own task is cancelled.
   Task<void> Shutdown(std::chrono::milliseconds grace);
 
   size_t connection_count() const { return live_.size(); }
@@ -82,7 +87,10 @@ class ServingListener {
   std::optional<std::chrono::milliseconds> shutdown_grace_;  // set by the first Shutdown()
   TaskGroup accept_task_;
   TaskGroup connections_;
-  size_t accepted_ = 0;
+  // Connections accepted under generation_ and not yet ended: what
+  // max_connections bounds. Connections of older generations are draining
+  // and not counted.
+  size_t serving_ = 0;
   // Live connections and the generation each was accepted under.
   std::map<http2::ServerConnection*, uint64_t> live_;
   // Last: destroyed first, it checks that no teardown is still running.

@@ -256,11 +256,10 @@ TEST_F(FilterChainMatcherTest, Ipv4MappedAddressesMatchAsIpv4) {
   EXPECT_EQ(Select("::ffff:11.1.2.3", "::ffff:192.168.7.7"), "none");
 }
 
-// An IPv4-mapped prefix (::ffff:10.0.0.0/104) names IPv4 addresses too; the
-// same range written as IPv4 wins a tie.
+// An IPv4-mapped prefix (::ffff:10.0.0.0/104) names IPv4 addresses too, and
+// nests with IPv4 prefixes as the IPv4 range it stands for.
 TEST_F(FilterChainMatcherTest, Ipv4MappedPrefixesMatchIpv4Addresses) {
   AddPrefix(*AddChain(listener_, "mapped-wide"), "::ffff:10.0.0.0/104");
-  AddPrefix(*AddChain(listener_, "mapped-narrow"), "::ffff:10.1.0.0/112");
   AddPrefix(*AddChain(listener_, "native-narrow"), "10.1.0.0/16");
   AddPrefix(*AddChain(listener_, "mapped-host"), "::ffff:10.1.2.3/128");
   AddPrefix(*AddChain(listener_, "short-v6"), "::/64");
@@ -271,6 +270,51 @@ TEST_F(FilterChainMatcherTest, Ipv4MappedPrefixesMatchIpv4Addresses) {
   EXPECT_EQ(Select("10.1.2.3", "192.0.2.1"), "mapped-host");
   EXPECT_EQ(Select("::5", "192.0.2.1"), "short-v6");
   EXPECT_EQ(Select("11.0.0.1", "192.0.2.1"), "none");
+}
+
+// A36: "If the most-specific matching logic might not produce a unique
+// result, then the Listener must be NACKed", with matchers normalized first:
+// ::ffff:10.0.0.0/104 is 10.0.0.0/8 written as IPv6, and the lookup matches
+// both against the same connections.
+TEST_F(FilterChainMatcherTest, Ipv4MappedDestinationPrefixDuplicatingIpv4IsNacked) {
+  AddPrefix(*AddChain(listener_, "native"), "10.0.0.0/8");
+  AddPrefix(*AddChain(listener_, "mapped"), "::ffff:10.0.0.0/104");
+  auto decoded = DecodeServerListener(listener_);
+  ASSERT_FALSE(decoded.ok());
+  EXPECT_EQ(decoded.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(decoded.status().message().find(
+                "field:filter_chains[1].filter_chain_match error:duplicate matching rules "
+                "detected when adding filter chain: {prefix_ranges={::ffff:10.0.0.0/104}}"),
+            std::string::npos)
+      << decoded.status().message();
+}
+
+TEST_F(FilterChainMatcherTest, Ipv4MappedSourcePrefixDuplicatingIpv4IsNacked) {
+  AddSourcePrefix(*AddChain(listener_, "mapped"), "::ffff:192.168.0.0/112");
+  AddSourcePrefix(*AddChain(listener_, "native"), "192.168.0.0/16");
+  auto decoded = DecodeServerListener(listener_);
+  ASSERT_FALSE(decoded.ok());
+  EXPECT_NE(decoded.status().message().find(
+                "field:filter_chains[1].filter_chain_match error:duplicate matching rules "
+                "detected when adding filter chain: {source_prefix_ranges={192.168.0.0/16}}"),
+            std::string::npos)
+      << decoded.status().message();
+}
+
+// The two forms of one destination range are one destination entry: chains
+// that differ below it (here by source prefix) are all reachable.
+TEST_F(FilterChainMatcherTest, Ipv4MappedAndIpv4FormsOfOneDestinationShareIt) {
+  auto* native = AddChain(listener_, "native-from-lan");
+  AddPrefix(*native, "10.0.0.0/8");
+  AddSourcePrefix(*native, "192.168.0.0/16");
+  auto* mapped = AddChain(listener_, "mapped-from-wan");
+  AddPrefix(*mapped, "::ffff:10.0.0.0/104");
+  AddSourcePrefix(*mapped, "::ffff:203.0.113.0/120");
+  Build();
+  EXPECT_EQ(Select("10.1.2.3", "192.168.1.1"), "native-from-lan");
+  EXPECT_EQ(Select("10.1.2.3", "203.0.113.9"), "mapped-from-wan");
+  EXPECT_EQ(Select("::ffff:10.1.2.3", "::ffff:203.0.113.9"), "mapped-from-wan");
+  EXPECT_EQ(Select("10.1.2.3", "198.51.100.1"), "none");
 }
 
 // Every level at once, with a source IP that is both in a longer and a

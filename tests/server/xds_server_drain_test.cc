@@ -2,7 +2,9 @@
 // accepted under the old one (two-phase GOAWAY) while calls in flight
 // finish and the listening socket stays open; under load from a real gRPC
 // client (grpcio) no RPC fails. Also: logging without a status callback.
+#include <future>
 #include <string>
+#include <vector>
 
 #include "common/subprocess.h"
 #include "runtime/socket_address.h"
@@ -93,6 +95,134 @@ TEST_F(XdsServerTest, ListenerUpdateWaitsForItsRouteConfiguration) {
     const Status unusable = co_await (*connection)->WaitUntilUnusable();
     EXPECT_TRUE(unusable.ok());
     co_await (*connection)->Close();
+  };
+  client_loop_->BlockOn(run(this, name));
+}
+
+// Far below the drain grace time, and the 2 s backstop after it.
+constexpr milliseconds kShutdownGrace{400};
+
+// Shutdown(grace) bounds every connection, one already draining after a
+// Listener update under a longer drain grace time included: its call in
+// flight ends at the shorter grace and the connection closes then, not when
+// Shutdown()'s backstop (grace + 2 s) cancels it.
+TEST_F(XdsServerTest, ShutdownShortensADrainInProgress) {
+  const std::string name = ListenerNameFor("127.0.0.1:" + std::to_string(port_));
+  XdsServerOptions options;
+  options.drain_grace_time = std::chrono::seconds(60);
+  StartServer("127.0.0.1:" + std::to_string(port_), options);
+  SetListener(Version(name, port_, 1), "1");
+  ASSERT_TRUE(WaitForServing().has_value());
+  struct Outcome {
+    std::optional<StatusOr<std::string>> call;
+    std::chrono::steady_clock::time_point shutdown_started;
+    std::chrono::steady_clock::time_point call_ended;
+    std::chrono::steady_clock::time_point connection_closed;
+    std::optional<std::future<std::chrono::steady_clock::time_point>> shutdown_returned;
+  } outcome;
+  auto run = [](XdsServerTest* test, std::string name, Outcome* out) -> Task<void> {
+    Loop& loop = *test->client_loop_;
+    auto address = *SocketAddress::FromIpAndPort("127.0.0.1", test->port_);
+    auto connection = co_await http2::ClientConnection::Connect(loop, address, {});
+    EXPECT_TRUE(connection.ok());
+    if (!connection.ok()) co_return;
+    TaskGroup calls(loop);
+    auto call = [](http2::ClientConnection* connection, Outcome* out) -> Task<void> {
+      out->call.emplace(co_await http2::UnaryCall(*connection, "/hang.S/M", ""));
+      out->call_ended = std::chrono::steady_clock::now();
+    };
+    calls.Spawn(call(connection->get(), out));
+    const Status slept = co_await SleepFor(loop, milliseconds(100));
+    (void)slept;
+    test->SetListener(Version(name, test->port_, 2), "2");
+    const Status unusable = co_await (*connection)->WaitUntilUnusable();
+    EXPECT_TRUE(unusable.ok());
+    // The drain's PING round trip and final GOAWAY are done; the call runs.
+    const Status settled = co_await SleepFor(loop, milliseconds(200));
+    (void)settled;
+    EXPECT_FALSE(out->call.has_value());
+    out->shutdown_started = std::chrono::steady_clock::now();
+    out->shutdown_returned = test->StartShutdown(kShutdownGrace);
+    co_await calls.Join();
+    const Status closed = co_await (*connection)->closed_event().Wait();
+    EXPECT_TRUE(closed.ok());
+    out->connection_closed = std::chrono::steady_clock::now();
+    co_await (*connection)->Close();
+  };
+  client_loop_->BlockOn(run(this, name, &outcome));
+  ASSERT_TRUE(outcome.call.has_value());
+  ASSERT_TRUE(outcome.shutdown_returned.has_value());
+  ASSERT_EQ(outcome.shutdown_returned->wait_for(std::chrono::seconds(10)),
+            std::future_status::ready);
+  const std::chrono::steady_clock::time_point returned = outcome.shutdown_returned->get();
+  auto since_shutdown = [&](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration_cast<milliseconds>(t - outcome.shutdown_started);
+  };
+  // The call had the shorter grace, and no more than that (plus slack for
+  // a loaded machine, well below the 2 s backstop).
+  EXPECT_EQ(outcome.call->status().code(), StatusCode::kUnavailable)
+      << outcome.call->status().ToString();
+  EXPECT_GE(since_shutdown(outcome.call_ended), kShutdownGrace - milliseconds(50));
+  EXPECT_LT(since_shutdown(outcome.call_ended), kShutdownGrace + milliseconds(1000));
+  EXPECT_LT(since_shutdown(outcome.connection_closed), kShutdownGrace + milliseconds(1000));
+  EXPECT_LT(since_shutdown(returned), kShutdownGrace + milliseconds(1000));
+}
+
+// Connections draining after a Listener update are on their way out: they
+// do not keep new connections out while the server reports serving. The
+// limit still holds for the connections served under the new version.
+TEST_F(XdsServerTest, DrainingConnectionsDoNotCountAgainstMaxConnections) {
+  const std::string name = ListenerNameFor("127.0.0.1:" + std::to_string(port_));
+  XdsServerOptions options;
+  options.drain_grace_time = std::chrono::seconds(60);
+  options.max_connections = 2;
+  StartServer("127.0.0.1:" + std::to_string(port_), options);
+  SetListener(Version(name, port_, 1), "1");
+  ASSERT_TRUE(WaitForServing().has_value());
+  auto run = [](XdsServerTest* test, std::string name) -> Task<void> {
+    Loop& loop = *test->client_loop_;
+    auto address = *SocketAddress::FromIpAndPort("127.0.0.1", test->port_);
+    http2::ClientConnectionOptions connect_options;
+    connect_options.connect_timeout = milliseconds(3000);
+    std::vector<std::unique_ptr<http2::ClientConnection>> old_connections;
+    TaskGroup calls(loop);
+    auto call = [](http2::ClientConnection* connection) -> Task<void> {
+      const StatusOr<std::string> reply = co_await http2::UnaryCall(*connection, "/hang.S/M", "");
+      (void)reply;
+    };
+    for (int i = 0; i < 2; ++i) {
+      auto connection = co_await http2::ClientConnection::Connect(loop, address, connect_options);
+      EXPECT_TRUE(connection.ok()) << connection.status().ToString();
+      if (!connection.ok()) co_return;
+      calls.Spawn(call(connection->get()));
+      old_connections.push_back(*std::move(connection));
+    }
+    const Status slept = co_await SleepFor(loop, milliseconds(100));
+    (void)slept;
+    test->SetListener(Version(name, test->port_, 2), "2");
+    for (auto& connection : old_connections) {
+      const Status unusable = co_await connection->WaitUntilUnusable();
+      EXPECT_TRUE(unusable.ok());
+      EXPECT_FALSE(connection->closed());  // draining: its call still runs
+    }
+    // Two connections under version 2 are served...
+    std::vector<std::unique_ptr<http2::ClientConnection>> fresh_connections;
+    for (int i = 0; i < 2; ++i) {
+      auto fresh = co_await http2::ClientConnection::Connect(loop, address, connect_options);
+      EXPECT_TRUE(fresh.ok()) << "new connection " << i << ": " << fresh.status().ToString();
+      if (!fresh.ok()) break;
+      auto reply = co_await http2::UnaryCall(**fresh, "/a.S/M", "");
+      EXPECT_TRUE(reply.ok()) << reply.status().ToString();
+      fresh_connections.push_back(*std::move(fresh));
+    }
+    // ...and a third is over the limit: closed at accept, without a byte.
+    auto over = co_await http2::ClientConnection::Connect(loop, address, connect_options);
+    EXPECT_FALSE(over.ok());
+    if (over.ok()) co_await (*over)->Close();
+    for (auto& connection : fresh_connections) co_await connection->Close();
+    calls.Cancel();
+    co_await calls.Join();
+    for (auto& connection : old_connections) co_await connection->Close();
   };
   client_loop_->BlockOn(run(this, name));
 }

@@ -174,6 +174,36 @@ TEST_F(XdsServerTest, ChainsByDestinationIp) {
   EXPECT_GT(Probe("127.0.0.1", port_, std::nullopt, milliseconds(500)).bytes_received, 0u);
 }
 
+// A36: a Listener whose most specific chain may not be unique is NACKed,
+// matchers normalized first. On a dual-stack socket 127.0.0.1 arrives as
+// ::ffff:127.0.0.1, which both prefixes below match: the second chain would
+// be unreachable. The server keeps the version it has.
+TEST_F(XdsServerTest, Ipv4MappedPrefixDuplicatingAnIpv4OneIsNacked) {
+  const std::string name = ListenerNameFor("[::]:" + std::to_string(port_));
+  StartServer("[::]:" + std::to_string(port_));
+  ServerChain v4 = Chain("v4");
+  v4.prefix_ranges = {"127.0.0.0/8"};
+  v4.routes.routes = {{"/v4.", ServerRouteAction::kNonForwarding}};
+  SetListener(Listener(name, "::", port_, {v4}), "1");
+  ASSERT_TRUE(WaitForServing().has_value());
+  ServerChain mapped = Chain("mapped");
+  mapped.prefix_ranges = {"::ffff:127.0.0.0/104"};
+  mapped.routes.routes = {{"/mapped.", ServerRouteAction::kNonForwarding}};
+  SetListener(Listener(name, "::", port_, {v4, mapped}), "2");
+  auto nack = cp_->NextRequestMatching(milliseconds(10000), [](const ObservedRequest& r) {
+    return r.type_url == kLdsType && r.error_detail.has_value();
+  });
+  ASSERT_TRUE(nack.has_value()) << "version 2 was not NACKed";
+  EXPECT_EQ(nack->version_info, "1");
+  EXPECT_NE(nack->error_detail->message.find(
+                "field:filter_chains[1].filter_chain_match error:duplicate matching rules "
+                "detected when adding filter chain: {prefix_ranges={::ffff:127.0.0.0/104}}"),
+            std::string::npos)
+      << nack->error_detail->message;
+  EXPECT_TRUE(Call("127.0.0.1", "/v4.S/M").ok());
+  EXPECT_EQ(Call("127.0.0.1", "/mapped.S/M").status().code(), StatusCode::kUnavailable);
+}
+
 TEST_F(XdsServerTest, ChainsBySourcePortAndSourceType) {
   const std::string name = ListenerNameFor("127.0.0.1:" + std::to_string(port_));
   StartServer("127.0.0.1:" + std::to_string(port_));

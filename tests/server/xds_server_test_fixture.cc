@@ -48,6 +48,22 @@ void XdsServerTest::ShutdownServer() {
   control_->RunSync([&] { server_.reset(); });
 }
 
+std::future<std::chrono::steady_clock::time_point> XdsServerTest::StartShutdown(
+    milliseconds grace) {
+  auto done = std::make_shared<std::promise<std::chrono::steady_clock::time_point>>();
+  std::future<std::chrono::steady_clock::time_point> returned = done->get_future();
+  control_->RunSync([&] {
+    auto shutdown = [](XdsServer* server, milliseconds grace,
+                       std::shared_ptr<std::promise<std::chrono::steady_clock::time_point>> done)
+        -> Task<void> {
+      co_await server->Shutdown(grace);
+      done->set_value(std::chrono::steady_clock::now());
+    };
+    control_->loop().Spawn(shutdown(server_.get(), grace, done));
+  });
+  return returned;
+}
+
 std::string XdsServerTest::ListenerNameFor(const std::string& listening_address) {
   return ExpandListenerResourceNameTemplate(kTemplate, listening_address);
 }
@@ -71,8 +87,9 @@ std::shared_ptr<http2::ServiceRegistry> XdsServerTest::MakeRegistry() {
   test_service::RegisterTestService(*registry, "xds-server");
   registry->SetFallbackHandler(http2::MakeUnaryHandler(
       [](http2::ServerCall& call, std::string) -> Task<StatusOr<std::string>> {
-        if (call.method().starts_with("/slow.")) {
-          const Status slept = co_await SleepFor(call.loop(), kSlowCall);
+        if (call.method().starts_with("/slow.") || call.method().starts_with("/hang.")) {
+          const Status slept = co_await SleepFor(
+              call.loop(), call.method().starts_with("/slow.") ? kSlowCall : kHangCall);
           if (!slept.ok()) co_return slept;
         }
         co_return call.method();

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -55,6 +56,9 @@ class XdsServerTest : public ::testing::Test {
   // The status of XdsServer::Create on the control thread (not kept).
   Status TryCreate(const std::string& listening_address, Bootstrap bootstrap);
   void ShutdownServer();
+  // Starts XdsServer::Shutdown(grace) on the control thread; the future
+  // gets the time it returned.
+  std::future<std::chrono::steady_clock::time_point> StartShutdown(std::chrono::milliseconds grace);
 
   // The control plane's whole LDS / RDS state (one resource each).
   void SetListener(const ServerListenerSpec& spec, const std::string& version);
@@ -80,8 +84,9 @@ class XdsServerTest : public ::testing::Test {
 
   // The application's methods: grpc.testing.TestService, and for every other
   // path a unary echo of the method name; "/slow.*" methods answer after
-  // kSlowCall.
+  // kSlowCall, "/hang.*" methods after kHangCall (unless cancelled first).
   static constexpr std::chrono::milliseconds kSlowCall{600};
+  static constexpr std::chrono::milliseconds kHangCall{120'000};
   std::shared_ptr<http2::ServiceRegistry> MakeRegistry();
 
   std::unique_ptr<FakeControlPlane> cp_;

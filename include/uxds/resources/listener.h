@@ -94,7 +94,9 @@ struct FilterChain {
 // destination prefix -> source type -> source prefix -> source port. Values
 // are indices into TcpListener::filter_chains. Chains that never match are
 // left out; within a destination prefix, chains with transport_protocol
-// "raw_buffer" hide those without one (they are more specific).
+// "raw_buffer" hide those without one (they are more specific). An
+// IPv4-mapped IPv6 prefix (::ffff:10.0.0.0/104) is kept as the IPv4 prefix
+// it stands for (10.0.0.0/8).
 struct FilterChainMap {
   struct SourceIp {
     std::optional<CidrRange> prefix;   // nullopt: any source address

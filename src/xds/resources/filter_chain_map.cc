@@ -34,6 +34,26 @@ struct NormalizedMatcher {
   friend auto operator<=>(const NormalizedMatcher&, const NormalizedMatcher&) = default;
 };
 
+// ::ffff:0:0/96, the IPv4-mapped IPv6 addresses (RFC 4291 2.5.5.2).
+constexpr uint8_t kV4MappedPrefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
+// A36: "when checking for duplicates the matchers need to be normalized".
+// The lookup matches an IPv4 address reported in its mapped form
+// (::ffff:a.b.c.d) as IPv4, and a mapped prefix of /96 or longer against
+// IPv4 addresses, so ::ffff:10.0.0.0/104 and 10.0.0.0/8 name the same
+// connections: both become the IPv4 range, for the duplicate check and for
+// the tables (two entries for one range would leave one unreachable).
+std::optional<CidrRange> AsMatched(const std::optional<CidrRange>& range) {
+  if (!range.has_value() || !range->is_ipv6 || range->prefix_len < 96 ||
+      std::memcmp(range->address.data(), kV4MappedPrefix, sizeof(kV4MappedPrefix)) != 0) {
+    return range;
+  }
+  CidrRange v4;
+  std::memcpy(v4.address.data(), range->address.data() + sizeof(kV4MappedPrefix), 4);
+  v4.prefix_len = range->prefix_len - 96;
+  return v4;
+}
+
 template <typename T>
 std::vector<std::optional<T>> OrAny(const std::vector<T>& values) {
   if (values.empty()) return {std::nullopt};
@@ -68,13 +88,13 @@ bool AddNormalizedTerms(const FilterChainMatch& match, size_t chain,
   term.transport_protocol = match.transport_protocol;
   term.source_type = match.source_type;
   for (const auto& destination : OrAny(match.prefix_ranges)) {
-    term.destination = destination;
+    term.destination = AsMatched(destination);
     for (const auto& server_name : OrAny(match.server_names)) {
       term.server_name = server_name;
       for (const auto& protocol : OrAny(match.application_protocols)) {
         term.application_protocol = protocol;
         for (const auto& source : OrAny(match.source_prefix_ranges)) {
-          term.source = source;
+          term.source = AsMatched(source);
           for (const auto& port : ports) {
             term.source_port = port.value_or(0);
             if (!seen.emplace(term, chain).second) {
