@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <memory>
 #include <optional>
@@ -46,17 +47,15 @@ inline std::string CdsResponse(int n, int invalid = 0) {
   return response.SerializeAsString();
 }
 
-// The server side: answers the first CDS request with `response`, and then
-// each of the client's next `resends` requests (its ACKs or NACKs) with the
-// same response again, at once, as go-control-plane's SotW server answers
-// NACKs.
-class AdsServer {
+// A uxds HTTP/2 server on 127.0.0.1 and a loop thread of its own, serving
+// the ADS method with `serve`; stopped and joined by its destructor (declare
+// it after whatever `serve` uses, so it goes first).
+class AdsServerThread {
  public:
-  explicit AdsServer(std::string response, int resends = 0)
-      : response_(std::move(response)), resends_(resends) {
+  explicit AdsServerThread(std::function<Task<Status>(http2::ServerCall&)> serve) {
     thread_ = std::move(*LoopThread::Start());
     auto registry = std::make_shared<http2::ServiceRegistry>();
-    registry->Register(kAdsMethod, [this](http2::ServerCall& call) { return Serve(call); });
+    registry->Register(kAdsMethod, std::move(serve));
     http2::ServerOptions options;
     options.max_receive_message_size = 64 << 20;
     thread_->RunSync([&] {
@@ -65,7 +64,7 @@ class AdsServer {
       thread_->loop().Spawn(server_->Serve());
     });
   }
-  ~AdsServer() {
+  ~AdsServerThread() {
     std::promise<void> done;
     thread_->RunSync([&] {
       auto stop = [](http2::Server* server, std::promise<void>* done) -> Task<void> {
@@ -78,6 +77,22 @@ class AdsServer {
     thread_->RunSync([&] { server_.reset(); });
   }
   std::string target() const { return "127.0.0.1:" + std::to_string(server_->port()); }
+  LoopThread& thread() { return *thread_; }
+
+ private:
+  std::unique_ptr<LoopThread> thread_;
+  std::unique_ptr<http2::Server> server_;
+};
+
+// The server side: answers the first CDS request with `response`, and then
+// each of the client's next `resends` requests (its ACKs or NACKs) with the
+// same response again, at once, as go-control-plane's SotW server answers
+// NACKs.
+class AdsServer {
+ public:
+  explicit AdsServer(std::string response, int resends = 0)
+      : response_(std::move(response)), resends_(resends) {}
+  std::string target() const { return server_.target(); }
   // When the response write began (the first byte went to the socket).
   Clock::time_point written_at() const { return written_at_.load(); }
 
@@ -109,9 +124,8 @@ class AdsServer {
   const std::string response_;
   const int resends_;
   std::atomic<int> answers_{0};
-  std::unique_ptr<LoopThread> thread_;
-  std::unique_ptr<http2::Server> server_;
   std::atomic<Clock::time_point> written_at_{};
+  AdsServerThread server_{[this](http2::ServerCall& call) { return Serve(call); }};
 };
 
 }  // namespace uxds::bench

@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "ads_response_server.h"
 #include "envoy/config/cluster/v3/cluster.pb.h"
 #include "envoy/config/endpoint/v3/endpoint.pb.h"
 #include "envoy/config/listener/v3/listener.pb.h"
@@ -40,8 +41,6 @@ namespace {
 constexpr char kLdsType[] = "type.googleapis.com/envoy.config.listener.v3.Listener";
 constexpr char kCdsType[] = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
 constexpr char kEdsType[] = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment";
-constexpr char kAdsMethod[] =
-    "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources";
 constexpr int kEndpointsPerCluster = 10;
 
 std::string Pack(google::protobuf::Any& any, const std::string& type,
@@ -135,41 +134,22 @@ class ConfigServer {
     first_[kLdsType] = Response(kLdsType, {ListenerBytes(clusters)}, "1");
     first_[kCdsType] = Response(kCdsType, cds, "1");
     first_[kEdsType] = Response(kEdsType, eds, "1");
-    thread_ = std::move(*LoopThread::Start());
-    auto registry = std::make_shared<http2::ServiceRegistry>();
-    registry->Register(kAdsMethod, [this](http2::ServerCall& call) { return Serve(call); });
-    http2::ServerOptions options;
-    options.max_receive_message_size = 64 << 20;
-    thread_->RunSync([&] {
-      server_ = std::move(
-          *http2::Server::Listen(thread_->loop(), SocketAddress::Loopback4(0), registry, options));
-      thread_->loop().Spawn(server_->Serve());
-    });
+    // Serving starts once the first responses are ready.
+    server_.emplace([this](http2::ServerCall& call) { return Serve(call); });
   }
-  ~ConfigServer() {
-    std::promise<void> done;
-    thread_->RunSync([&] {
-      auto stop = [](http2::Server* server, std::promise<void>* done) -> Task<void> {
-        co_await server->Shutdown(std::chrono::milliseconds(0));
-        done->set_value();
-      };
-      thread_->loop().Spawn(stop(server_.get(), &done));
-    });
-    done.get_future().wait();
-    thread_->RunSync([&] { server_.reset(); });
-  }
-  std::string target() const { return "127.0.0.1:" + std::to_string(server_->port()); }
+  std::string target() const { return server_->target(); }
 
   // Sends EDS version `version` (> 1) for cluster 0 alone; Acked(version)
   // tells when the client has ACKed it.
   void PushEndpoints(int version) {
     const std::string response =
         Response(kEdsType, {EndpointsBytes(0, version % 2)}, std::to_string(version));
-    thread_->RunSync([&] {
+    LoopThread& thread = server_->thread();
+    thread.RunSync([&] {
       auto write = [](http2::ServerCall* call, std::string bytes) -> Task<void> {
         (void)co_await call->Write(bytes);
       };
-      thread_->loop().Spawn(write(call_, response));
+      thread.loop().Spawn(write(call_, response));
     });
   }
   int acked_eds_version() const { return acked_eds_.load(); }
@@ -198,10 +178,9 @@ class ConfigServer {
   }
 
   std::map<std::string, std::string> first_;
-  std::unique_ptr<LoopThread> thread_;
-  std::unique_ptr<http2::Server> server_;
   http2::ServerCall* call_ = nullptr;  // server thread
   std::atomic<int> acked_eds_{0};
+  std::optional<bench::AdsServerThread> server_;  // last: stopped before the rest goes
 };
 
 double CpuSeconds(clockid_t clock) {
