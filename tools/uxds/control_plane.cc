@@ -8,6 +8,9 @@
 //   {"event":"file_error","path":"...","line":L,"message":"..."}
 //   {"event":"request","type":"...","names":[...],"version":"...","nonce":"...",
 //    "nack":"..."}                                       per DiscoveryRequest
+//   {"event":"stream_ended","peer":"...","code":"RESOURCE_EXHAUSTED","message":"..."}
+//                                    when the control plane ends a stream itself
+//                                    (a request naming more than 10 000 resources)
 // Runs until SIGINT / SIGTERM.
 #include <signal.h>
 
