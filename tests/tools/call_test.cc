@@ -1,8 +1,12 @@
 // `uxds call`: the built tool as a child process against the fake control
 // plane and uxds TestService backends (UnaryCall fills `hostname`).
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -260,6 +264,38 @@ TEST_F(CallToolTest, SigintPrintsTheSummaryOfTheCallsMade) {
     EXPECT_GT(summary.value("elapsed_s", 0.0), 0);
     EXPECT_GT(summary.value("calls_per_s", 0.0), 0);
   }
+}
+
+// Calls in flight when SIGINT comes get a bounded grace (2 s), not their
+// deadline (10 min here): a server that accepts the connection and never
+// answers still gets a summary within seconds.
+TEST_F(CallToolTest, SigintDoesNotWaitForTheDeadlinesOfCallsInFlight) {
+  const int silent = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t size = sizeof address;
+  ASSERT_EQ(bind(silent, reinterpret_cast<sockaddr*>(&address), size), 0);
+  ASSERT_EQ(listen(silent, 16), 0);
+  ASSERT_EQ(getsockname(silent, reinterpret_cast<sockaddr*>(&address), &size), 0);
+  Subprocess call = Subprocess::Start({UXDS_TOOL_PATH, "call",
+                                       "127.0.0.1:" + std::to_string(ntohs(address.sin_port)), "-n",
+                                       "3", "--concurrency", "3", "--deadline-ms", "600000"});
+  // Its connection is up: the calls are in flight.
+  pollfd accepting = {silent, POLLIN, 0};
+  ASSERT_EQ(poll(&accepting, 1, 30'000), 1);
+  const int connection = accept(silent, nullptr, nullptr);
+  call.Signal(SIGINT);
+  while (call.ReadLine(std::chrono::seconds(60))) {
+  }
+  EXPECT_EQ(call.Wait(std::chrono::seconds(60)), 128 + SIGINT);
+  ASSERT_FALSE(call.lines().empty());
+  const json summary = json::parse(call.lines().back(), nullptr, false).value("summary", json());
+  EXPECT_EQ(summary.value("calls", 0), 3) << call.lines().back();
+  EXPECT_EQ(summary.value("stopped_by", ""), "SIGINT") << call.lines().back();
+  EXPECT_LT(summary.value("elapsed_s", 1e9), 60.0) << call.lines().back();
+  close(connection);
+  close(silent);
 }
 
 // The summary keeps counts and a fixed-size histogram, not the calls: the
