@@ -531,6 +531,14 @@ TEST_F(ControlPlaneAdsPeerTest, TooManyNamesEndTheStream) {
   EXPECT_EQ(ended["code"], 8);  // RESOURCE_EXHAUSTED
   EXPECT_NE(ended["details"].get<std::string>().find("more than 10000 names"), std::string::npos)
       << ended;
+  // The control plane's log says which stream it ended and why.
+  std::optional<json> logged = cp_->WaitForEvent("stream_ended");
+  ASSERT_TRUE(logged.has_value());
+  EXPECT_EQ((*logged)["code"], "RESOURCE_EXHAUSTED") << *logged;
+  EXPECT_NE((*logged)["message"].get<std::string>().find("more than 10000 names"),
+            std::string::npos)
+      << *logged;
+  EXPECT_TRUE((*logged)["peer"].get<std::string>().starts_with("127.0.0.1:")) << *logged;
 }
 
 TEST_F(ControlPlaneAdsPeerTest, NackIsLoggedAndNotResent) {

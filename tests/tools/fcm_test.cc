@@ -180,5 +180,18 @@ TEST_F(FcmToolTest, ReadsStdinAndDescribesItself) {
   EXPECT_EQ(RunTool(UXDS_TOOL_PATH, {"fcm", dir_.File("does-not-exist")}).exit_code, 1);
 }
 
+// Output that cannot be written is an error (exit 1, one line saying so).
+TEST_F(FcmToolTest, StdoutThatCannotBeWrittenIsAnError) {
+  const json good = {{"listener", Listener({Chain("all")}, false)},
+                     {"connections", {Connection("127.0.0.1", "127.0.0.1", 1)}}};
+  const std::string input = WriteInput({good.dump()});
+  for (const std::string redirect : {"> /dev/full", ">&-"}) {
+    RedirectedRun run = RunToolRedirected(UXDS_TOOL_PATH, {"fcm"}, redirect, input);
+    EXPECT_EQ(run.exit_code, 1) << redirect;
+    EXPECT_NE(run.stderr_text.find("uxds fcm: cannot write stdout"), std::string::npos)
+        << redirect << ": " << run.stderr_text;
+  }
+}
+
 }  // namespace
 }  // namespace uxds::testing

@@ -12,6 +12,7 @@
 
 #include "common/subprocess.h"
 #include "support/test_support.h"
+#include "tool_run.h"
 
 #ifndef UXDS_TOOL_PATH
 #error "UXDS_TOOL_PATH: the uxds binary (tests/tools/meson.build)"
@@ -132,6 +133,61 @@ TEST_F(ToolHelpTest, UnknownCommandsExitTwoWithAHint) {
   EXPECT_EQ(bare.exit_code, 2);
   EXPECT_TRUE(bare.out.empty());
   EXPECT_FALSE(bare.err.empty());
+}
+
+// Help that cannot be written is an error too: exit 1 and one line saying
+// so, for every command's --help and for the table.
+TEST_F(ToolHelpTest, HelpIntoAFullDeviceIsAnError) {
+  std::vector<std::vector<std::string>> runs = {{"help"}};
+  for (const std::string& command : Commands()) runs.push_back({command, "--help"});
+  for (const std::vector<std::string>& args : runs) {
+    SCOPED_TRACE(args[0]);
+    RedirectedRun run = RunToolRedirected(UXDS_TOOL_PATH, args, "> /dev/full");
+    EXPECT_EQ(run.exit_code, 1);
+    EXPECT_EQ(LinesOf(run.stderr_text),
+              std::vector<std::string>{"uxds " + args[0] +
+                                       ": cannot write stdout: No space left on device"});
+  }
+}
+
+// One rule for addresses: a listen address (serve, control-plane) or a
+// target address (csds, call) that is not IP:PORT / HOST:PORT is a usage
+// error, said once, before anything runs.
+TEST_F(ToolHelpTest, EveryCommandChecksAddressesTheSameWay) {
+  WriteFile(
+      dir_.File("bootstrap.json"),
+      R"({"xds_servers":[{"server_uri":"127.0.0.1:1","channel_creds":[{"type":"insecure"}]}],)"
+      R"("node":{"id":"n"}})");
+  const std::vector<std::string> bad_listen = {"foo:1",          "127.0.0.1", "127.0.0.1:70000",
+                                               "::1:80",         "[::1]:x",   "127.0.0.1:-1",
+                                               "localhost:8080", "[foo]:80",  ""};
+  const std::vector<std::string> bad_target = {
+      "127.0.0.1:70000", "127.0.0.1:0", "host", "::1:80", "a b:80", "[::1]80", "127.0.0.1:"};
+  std::vector<std::pair<std::string, std::vector<std::string>>> runs;
+  for (const std::string& address : bad_listen) {
+    runs.push_back(
+        {"serve", {"serve", "--bootstrap", dir_.File("bootstrap.json"), "--listen", address}});
+    runs.push_back({"control-plane", {"control-plane", "--dir", dir_.path(), "--listen", address}});
+  }
+  for (const std::string& address : bad_target) {
+    runs.push_back({"csds", {"csds", address}});
+    runs.push_back({"call", {"call", address}});
+  }
+  for (const auto& [command, args] : runs) {
+    SCOPED_TRACE(::testing::PrintToString(args));
+    const Outcome run = Run(args);
+    EXPECT_EQ(run.exit_code, 2);
+    EXPECT_TRUE(run.out.empty()) << ::testing::PrintToString(run.out);
+    ASSERT_EQ(run.err.size(), 2u) << ::testing::PrintToString(run.err);
+    EXPECT_TRUE(run.err[0].starts_with("uxds " + command + ": ")) << run.err[0];
+    EXPECT_EQ(run.err[1], "run `uxds " + command + " --help` for usage");
+  }
+  // Good ones pass the check: port 0 listens anywhere, a name resolves.
+  for (const std::string address : {"127.0.0.1:0", "[::1]:0"}) {
+    EXPECT_EQ(
+        Run({"serve", "--bootstrap", dir_.File("nonexistent"), "--listen", address}).exit_code, 1);
+  }
+  EXPECT_EQ(Run({"csds", "localhost:1", "--timeout-ms", "200"}).exit_code, 1);
 }
 
 }  // namespace

@@ -206,5 +206,19 @@ TEST_F(RingToolTest, ReadsStdinSkipsBlankLinesAndHasHelp) {
   EXPECT_EQ(RunTool({"ring", "--bogus"}).exit_code, 2);
 }
 
+// Output that cannot be written is an error (exit 1, one line saying so),
+// into a full device and into a closed stdout alike.
+TEST_F(RingToolTest, StdoutThatCannotBeWrittenIsAnError) {
+  const std::string input =
+      WriteInput({R"({"endpoints":[{"address":"10.0.0.1:80"}],"hashes":["1"]})"});
+  for (const std::string redirect : {"> /dev/full", ">&-"}) {
+    RedirectedRun run = RunToolRedirected(UXDS_TOOL_PATH, {"ring"}, redirect, input);
+    EXPECT_EQ(run.exit_code, 1) << redirect;
+    EXPECT_EQ(LinesOf(run.stderr_text).size(), 1u) << redirect << ": " << run.stderr_text;
+    EXPECT_NE(run.stderr_text.find("uxds ring: cannot write stdout"), std::string::npos)
+        << redirect << ": " << run.stderr_text;
+  }
+}
+
 }  // namespace
 }  // namespace uxds::testing

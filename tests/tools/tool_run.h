@@ -24,6 +24,22 @@ ToolRun RunTool(const std::string& tool_path, const std::vector<std::string>& ar
                 const std::string& stdin_file = "",
                 std::chrono::milliseconds wait = std::chrono::seconds(60));
 
+// How a run whose stdout went elsewhere ended: its exit code and stderr.
+struct RedirectedRun {
+  int exit_code;
+  std::string stderr_text;
+};
+
+// Runs `uxds <args...>` to its end with stdout redirected as the shell
+// redirection `redirect` says ("> /dev/full", ">&-": closed), stdin from
+// `stdin_file` (or /dev/null), stderr captured.
+RedirectedRun RunToolRedirected(const std::string& tool_path, const std::vector<std::string>& args,
+                                const std::string& redirect, const std::string& stdin_file = "",
+                                std::chrono::milliseconds wait = std::chrono::seconds(60));
+
+// The lines of `text`, without their newlines.
+std::vector<std::string> LinesOf(const std::string& text);
+
 // For the commands that answer JSON lines (ring, fcm): input files in a
 // temporary folder, output lines parsed.
 class JsonLinesToolTest : public ::testing::Test {

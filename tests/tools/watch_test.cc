@@ -326,6 +326,55 @@ TEST_F(WatchTest, AStdoutThatFailsEndsTheWatchWithExitOne) {
   EXPECT_EQ(tool.Wait(kWait), 1);
 }
 
+// A watch of more names than the control plane takes (uxds control-plane
+// ends such a stream, RESOURCE_EXHAUSTED): the client retries, and every
+// retry fails each watch alike. One error line per name, not one per name
+// per retry (30 000 lines by the fourth stream).
+TEST_F(WatchTest, AStreamTheServerKeepsEndingGivesOneErrorLinePerName) {
+  TempDir resources;
+  Subprocess cp = Subprocess::Start(
+      {UXDS_TOOL_PATH, "control-plane", "--dir", resources.path(), "--listen", "127.0.0.1:0"});
+  std::optional<std::string> listening = cp.ReadLine(kWait);
+  ASSERT_TRUE(listening.has_value());
+  const std::string address = json::parse(*listening)["address"];
+  json server = {{"server_uri", address}, {"channel_creds", json::array({{{"type", "insecure"}}})}};
+  WriteFile(dir_.File("many.json"),
+            json({{"xds_servers", json::array({server})}, {"node", {{"id", "n"}}}}).dump());
+  std::vector<std::string> args = {"--bootstrap", dir_.File("many.json"), "--type", "listener"};
+  constexpr int kNames = 10001;
+  for (int i = 0; i < kNames; ++i) args.push_back("n" + std::to_string(i));
+  Subprocess watch = StartWatch(args);
+  // Four streams: the first three failures have reached the watchers by
+  // the time the client asks again.
+  int requests = 0;
+  int ended = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (requests < 4 && std::chrono::steady_clock::now() < deadline) {
+    while (std::optional<std::string> line = cp.ReadLine(std::chrono::milliseconds(0))) {
+      const json event = json::parse(*line, nullptr, false);
+      requests += event.value("event", "") == "request";
+      ended += event.value("event", "") == "stream_ended";
+    }
+    cp.ClearLines();
+    watch.ReadLine(std::chrono::milliseconds(10));  // its pipe must not fill
+  }
+  ASSERT_EQ(requests, 4);
+  EXPECT_GE(ended, 3);
+  watch.Signal(SIGTERM);
+  while (watch.ReadLine(kWait)) {
+  }
+  EXPECT_EQ(watch.Wait(kWait), 0);
+  std::map<std::string, int> errors_per_name;
+  for (const std::string& line : watch.lines()) {
+    const json event = json::parse(line);
+    ASSERT_EQ(event["event"], "error") << line;
+    EXPECT_EQ(event["status"]["code"], "UNAVAILABLE") << line;
+    ++errors_per_name[event["name"]];
+  }
+  EXPECT_EQ(errors_per_name.size(), static_cast<size_t>(kNames));
+  EXPECT_EQ(watch.lines().size(), static_cast<size_t>(kNames));
+}
+
 TEST_F(WatchTest, UsageErrorsExitTwo) {
   const std::string bootstrap = WriteBootstrap();
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {

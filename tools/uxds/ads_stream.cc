@@ -77,6 +77,9 @@ Task<Status> AdsStream::Run() {
       drained_.NotifyAll();
       result = HandleRequest(request);
       running = result.ok();
+      // The control plane ends this stream: its log says whose and why
+      // (the client sees only the status, and retries).
+      if (!running) LogStreamEnded(result);
     }
     const Snapshot* answered = service_.snapshot().get();
     for (auto it = subscriptions_.begin(); running && it != subscriptions_.end(); ++it) {
@@ -132,6 +135,13 @@ void AdsStream::LogRequest(const DiscoveryRequest& request) const {
                                  {"nonce", request.response_nonce()}};
   if (request.has_error_detail()) line["nack"] = request.error_detail().message();
   service_.printer().Print(line);
+}
+
+void AdsStream::LogStreamEnded(const Status& status) const {
+  service_.printer().Print({{"event", "stream_ended"},
+                            {"peer", call_.peer()},
+                            {"code", std::string(StatusCodeName(status.code()))},
+                            {"message", status.message()}});
 }
 
 Status AdsStream::HandleRequest(const DiscoveryRequest& request) {

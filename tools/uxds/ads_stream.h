@@ -47,6 +47,8 @@ class AdsStream {
   // Applies one request; an error ends the stream.
   Status HandleRequest(const envoy::service::discovery::v3::DiscoveryRequest& request);
   void LogRequest(const envoy::service::discovery::v3::DiscoveryRequest& request) const;
+  // One line when this side ends the stream (too many names): the peer and why.
+  void LogStreamEnded(const Status& status) const;
   // The response owed to this subscription for the current snapshot, if any.
   std::optional<envoy::service::discovery::v3::DiscoveryResponse> ResponseFor(
       const std::string& type_url, Subscription& subscription);

@@ -2,21 +2,35 @@
 //  [--concurrency C] [--deadline-ms D] [--wait-for-ready]`: unary calls
 // through a uxds Channel (routing, hash policies, LB as an application gets
 // them), one JSON line per call and a summary line. Uses the public API only.
+//
+// SIGINT/SIGTERM (or stdout failing) stops it starting calls; those in
+// flight get kInFlightGrace to end, then are cancelled, and the summary is
+// printed. Memory does not grow with -n: the summary keeps counts and a
+// fixed-size latency histogram, not the calls.
+#include <signal.h>
+#include <time.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
+#include "address_check.h"
 #include "cli.h"
 #include "commands.h"
 #include "grpc/testing/messages.pb.h"
+#include "latency_histogram.h"
 #include "uxds/bootstrap.h"
 #include "uxds/client_channel.h"
 #include "uxds/runtime.h"
@@ -27,6 +41,16 @@ namespace {
 
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+// How long calls in flight may still run after a stop was asked for.
+constexpr std::chrono::seconds kInFlightGrace{2};
+
+// Printed text never throws: bytes that are not UTF-8 (a target, method or
+// peer from the command line or the network) become U+FFFD.
+std::string Dump(const json& line) {
+  return line.dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 constexpr char kDefaultMethod[] = "/grpc.testing.TestService/UnaryCall";
 
@@ -41,11 +65,12 @@ struct CallArgs {
   bool wait_for_ready = false;
 };
 
-// What one call printed, kept for the summary.
-struct CallRecord {
-  std::string backend;
-  std::string status;
-  int64_t latency_us = 0;
+// What the calls did, summed up as they end (constant memory in -n).
+struct Tally {
+  int64_t calls = 0;
+  std::map<std::string, int64_t> by_backend;
+  std::map<std::string, int64_t> by_status;
+  LatencyHistogram latency;
 };
 
 // The backend that answered: SimpleResponse.hostname (what gRPC's xDS
@@ -66,67 +91,109 @@ struct CallRun {
   CallOptions options;
   std::string request;
   int next = 0;  // the index of the next call to start
-  std::vector<CallRecord> records;
+  Tally tally;
+  // Why no new call starts ("SIGINT", "stdout"); empty while calls go on.
+  std::string stopped_by;
+  Event stop_requested;
+  TaskGroup workers;
 
-  // One of `concurrency` workers: takes the next call until none is left.
+  CallRun(Loop& loop, Channel& c, const CallArgs& a)
+      : channel(c), args(a), stop_requested(loop), workers(loop) {}
+
+  void Stop(std::string why) {
+    if (!stopped_by.empty()) {
+      workers.Cancel();  // a second signal: no grace
+      return;
+    }
+    stopped_by = std::move(why);
+    stop_requested.Set();
+  }
+
+  // One of `concurrency` workers: takes the next call until none is left
+  // or a stop was asked for.
   Task<void> Worker() {
-    while (next < args.count) {
+    while (next < args.count && stopped_by.empty()) {
       const int index = next++;
       const Clock::time_point start = Clock::now();
       StatusOr<UnaryResponse> reply = co_await channel.UnaryCall(args.method, request, options);
-      CallRecord record;
-      record.latency_us =
+      const int64_t latency_us =
           std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
-      record.status =
-          std::string(StatusCodeName(reply.ok() ? StatusCode::kOk : reply.status().code()));
+      const std::string status(
+          StatusCodeName(reply.ok() ? StatusCode::kOk : reply.status().code()));
       json line = {{"call", index}};
       if (reply.ok()) {
-        record.backend = BackendOf(args.method, *reply);
-        line["backend"] = record.backend;
+        const std::string backend = BackendOf(args.method, *reply);
+        ++tally.by_backend[backend];
+        line["backend"] = backend;
         line["peer"] = reply->peer;
       }
-      line["status"] = record.status;
+      line["status"] = status;
       if (!reply.ok()) line["message"] = reply.status().message();
-      line["latency_us"] = record.latency_us;
-      std::printf("%s\n", line.dump().c_str());
-      records.push_back(std::move(record));
+      line["latency_us"] = latency_us;
+      ++tally.calls;
+      ++tally.by_status[status];
+      tally.latency.Add(latency_us);
+      const std::string text = Dump(line) + "\n";
+      if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::ferror(stdout)) {
+        Stop("stdout");
+      }
     }
+  }
+
+  // After a stop: the calls in flight get kInFlightGrace, then are cancelled.
+  Task<void> CancelAfterGrace(Loop& loop) {
+    const Status stopped = co_await stop_requested.Wait();
+    if (!stopped.ok()) co_return;  // every call ended first
+    const Status slept = co_await SleepFor(loop, kInFlightGrace);
+    if (slept.ok()) workers.Cancel();
   }
 };
 
-// The latency at quantile q (nearest rank) of sorted values.
-int64_t Percentile(const std::vector<int64_t>& sorted, double q) {
-  if (sorted.empty()) return 0;
-  const size_t rank = static_cast<size_t>(q * static_cast<double>(sorted.size()) + 0.999999);
-  return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
+// Percentiles come from the histogram (within 0.4%), max is exact.
+json Summary(const Tally& tally, const std::string& stopped_by, Clock::duration elapsed) {
+  const double seconds = std::chrono::duration<double>(elapsed).count();
+  const LatencyHistogram& latency = tally.latency;
+  json summary = {{"calls", tally.calls},
+                  {"by_backend", tally.by_backend},
+                  {"by_status", tally.by_status},
+                  {"elapsed_s", std::round(seconds * 1000) / 1000},
+                  {"calls_per_s", seconds > 0 ? std::round(tally.calls / seconds * 10) / 10 : 0.0},
+                  {"latency_us",
+                   {{"p50", latency.Percentile(0.5)},
+                    {"p90", latency.Percentile(0.9)},
+                    {"p99", latency.Percentile(0.99)},
+                    {"max", latency.max()}}}};
+  if (!stopped_by.empty()) summary["stopped_by"] = stopped_by;
+  return {{"summary", summary}};
 }
 
-json Summary(const std::vector<CallRecord>& records) {
-  std::map<std::string, int> by_backend;
-  std::map<std::string, int> by_status;
-  std::vector<int64_t> latencies;
-  for (const CallRecord& record : records) {
-    if (!record.backend.empty()) ++by_backend[record.backend];
-    ++by_status[record.status];
-    latencies.push_back(record.latency_us);
+// Takes SIGINT and SIGTERM (blocked on every thread) with sigtimedwait and
+// hands them to the loop, until destroyed.
+class SignalWatcher {
+ public:
+  SignalWatcher(Loop& loop, const sigset_t& signals, std::function<void(int)> on_signal)
+      : thread_([this, &loop, signals, on_signal = std::move(on_signal)] {
+          const timespec tick{0, 100'000'000};
+          while (!done_.load()) {
+            const int sig = sigtimedwait(&signals, nullptr, &tick);
+            if (sig > 0) loop.Post([on_signal, sig] { on_signal(sig); });
+          }
+        }) {}
+  ~SignalWatcher() {
+    done_.store(true);
+    thread_.join();
   }
-  std::sort(latencies.begin(), latencies.end());
-  return {{"summary",
-           {{"calls", records.size()},
-            {"by_backend", by_backend},
-            {"by_status", by_status},
-            {"latency_us",
-             {{"p50", Percentile(latencies, 0.5)},
-              {"p90", Percentile(latencies, 0.9)},
-              {"p99", Percentile(latencies, 0.99)},
-              {"max", latencies.empty() ? 0 : latencies.back()}}}}}};
-}
+
+ private:
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
 
 // Runs every call, then shuts the channel down; the summary, or the error
 // that kept the channel from being made.
 // (A host:port target needs no bootstrap.)
-Task<StatusOr<json>> RunCalls(Loop& loop, const CallArgs& args,
-                              std::optional<Bootstrap> bootstrap) {
+Task<StatusOr<json>> RunCalls(Loop& loop, const CallArgs& args, std::optional<Bootstrap> bootstrap,
+                              const sigset_t* signals) {
   ChannelOptions channel_options;
   if (bootstrap.has_value()) {
     XdsClientOptions client_options;
@@ -138,7 +205,7 @@ Task<StatusOr<json>> RunCalls(Loop& loop, const CallArgs& args,
   }
   StatusOr<std::unique_ptr<Channel>> channel = Channel::Create(loop, args.target, channel_options);
   if (!channel.ok()) co_return channel.status();
-  CallRun run{**channel, args, {}, {}, 0, {}};
+  CallRun run(loop, **channel, args);
   run.options.timeout = std::chrono::milliseconds(args.deadline_ms);
   run.options.wait_for_ready = args.wait_for_ready;
   for (const std::string& header : args.headers) {
@@ -150,18 +217,47 @@ Task<StatusOr<json>> RunCalls(Loop& loop, const CallArgs& args,
   }
   // An empty SimpleRequest (or Empty) is a valid request of the
   // TestService's methods; other methods get empty bytes too.
-  TaskGroup workers(loop);
-  for (int i = 0; i < std::min(args.concurrency, args.count); ++i) workers.Spawn(run.Worker());
-  co_await workers.Join();
+  std::optional<SignalWatcher> signal_watcher;
+  if (signals != nullptr) {
+    signal_watcher.emplace(loop, *signals,
+                           [&run](int sig) { run.Stop(sig == SIGINT ? "SIGINT" : "SIGTERM"); });
+  }
+  const Clock::time_point start = Clock::now();
+  TaskGroup grace(loop);
+  grace.Spawn(run.CancelAfterGrace(loop));
+  for (int i = 0; i < std::min(args.concurrency, args.count); ++i) run.workers.Spawn(run.Worker());
+  co_await run.workers.Join();
+  const Clock::duration elapsed = Clock::now() - start;
+  signal_watcher.reset();  // before `run`: its posts reach `run`
+  co_await grace.CancelAndJoin();
   co_await (*channel)->Shutdown();
-  co_return Summary(run.records);
+  co_return Summary(run.tally, run.stopped_by, elapsed);
 }
 
-// CLI11 check: "name=value" with a non-empty name.
+// CLI11 check: "name=value" with a name gRPC can send as metadata (lower
+// case letters, digits, '-', '_', '.'; not a pseudo-header like ":path") and
+// a value it can carry.
 std::string CheckHeader(const std::string& header) {
   const size_t equals = header.find('=');
   if (equals == std::string::npos || equals == 0) {
-    return "--header must be NAME=VALUE, got \"" + header + "\"";
+    return "--header must be NAME=VALUE, got \"" + Printable(header) + "\"";
+  }
+  for (size_t i = 0; i < equals; ++i) {
+    const auto c = static_cast<unsigned char>(std::tolower(static_cast<unsigned char>(header[i])));
+    if (!std::isdigit(c) && !(c >= 'a' && c <= 'z') && c != '-' && c != '_' && c != '.') {
+      return "--header name \"" + Printable(header.substr(0, equals)) +
+             "\" cannot be sent: a metadata name has only letters, digits, '-', '_' and '.'";
+    }
+  }
+  // Bytes go in a "-bin" header (base64 on the wire); others carry printable
+  // ASCII only.
+  if (header.substr(0, equals).ends_with("-bin")) return "";
+  for (size_t i = equals + 1; i < header.size(); ++i) {
+    const auto c = static_cast<unsigned char>(header[i]);
+    if (c < 0x20 || c >= 0x7f) {
+      return "--header value of \"" + Printable(header.substr(0, equals)) +
+             "\" is not printable ASCII (a name ending in -bin takes bytes)";
+    }
   }
   return "";
 }
@@ -169,9 +265,24 @@ std::string CheckHeader(const std::string& header) {
 std::string CheckMethod(const std::string& method) {
   if (method.size() < 4 || method[0] != '/' || method.find('/', 1) == std::string::npos ||
       method.back() == '/') {
-    return "--method must be /package.Service/Method, got \"" + method + "\"";
+    return "--method must be /package.Service/Method, got \"" + Printable(method) + "\"";
+  }
+  for (const char c : method) {
+    if (static_cast<unsigned char>(c) <= 0x20 || static_cast<unsigned char>(c) >= 0x7f) {
+      return "--method \"" + Printable(method) + "\" has a byte that is not printable ASCII";
+    }
   }
   return "";
+}
+
+// A host:port target is checked like every address the tool takes; other
+// schemes are the channel's to judge.
+std::string CheckTarget(const std::string& target) {
+  if (target.find("://") != std::string::npos || target.starts_with("xds:") ||
+      target.starts_with("dns:")) {
+    return "";
+  }
+  return CheckTargetAddress(target);
 }
 
 }  // namespace
@@ -180,15 +291,19 @@ int RunCall(const std::vector<std::string>& args) {
   CallArgs call;
   CLI::App app{
       "Unary calls through a uxds Channel: one JSON line per call (backend, status,\n"
-      "latency_us), then a summary line with counts per backend and per status and\n"
-      "latency percentiles. Exit status 0 when every call succeeded, 1 otherwise.",
+      "latency_us), then a summary line with counts per backend and per status,\n"
+      "elapsed_s, calls_per_s and latency percentiles (from a histogram: within 0.4%;\n"
+      "max is exact). SIGINT/SIGTERM stops new calls, gives those in flight 2 s and\n"
+      "prints the summary. Exit status 0 when every call succeeded, 1 otherwise,\n"
+      "128+signal when stopped by a signal.",
       "uxds call"};
   app.add_option("--bootstrap", call.bootstrap_file,
                  "gRPC xDS bootstrap file (default: $GRPC_XDS_BOOTSTRAP or "
                  "$GRPC_XDS_BOOTSTRAP_CONFIG)")
       ->check(CLI::ExistingFile);
   app.add_option("target", call.target, "xds:///name, or host:port for a channel without xDS")
-      ->required();
+      ->required()
+      ->check(CheckTarget);
   app.add_option("--method", call.method, "the method to call")
       ->check(CheckMethod)
       ->capture_default_str();
@@ -213,27 +328,37 @@ int RunCall(const std::vector<std::string>& args) {
                                      ? Bootstrap::FromEnvironment()
                                      : Bootstrap::FromFile(call.bootstrap_file);
     if (!loaded.ok()) {
-      std::fprintf(stderr, "uxds call: %s\n", loaded.status().ToString().c_str());
+      std::fprintf(stderr, "uxds call: %s\n", Printable(loaded.status().ToString()).c_str());
       return kExitRuntimeError;
     }
     bootstrap = *std::move(loaded);
   }
+  // Taken by a thread of RunCalls (sigtimedwait), on no thread by a handler.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   StatusOr<std::unique_ptr<Loop>> loop = Loop::Create();
   if (!loop.ok()) {
     std::fprintf(stderr, "uxds call: %s\n", loop.status().ToString().c_str());
     return kExitRuntimeError;
   }
-  StatusOr<json> summary = (*loop)->BlockOn(RunCalls(**loop, call, std::move(bootstrap)));
+  StatusOr<json> summary = (*loop)->BlockOn(RunCalls(**loop, call, std::move(bootstrap), &signals));
   if (!summary.ok()) {
-    std::fprintf(stderr, "uxds call: %s\n", summary.status().ToString().c_str());
+    std::fprintf(stderr, "uxds call: %s\n", Printable(summary.status().ToString()).c_str());
     return kExitRuntimeError;
   }
-  std::printf("%s\n", summary->dump().c_str());
-  std::fflush(stdout);
-  const int ok = (*summary)["summary"]["by_status"].value("OK", 0);
-  const int calls = (*summary)["summary"]["calls"].get<int>();
+  std::printf("%s\n", Dump(*summary).c_str());
+  if (StdoutFailed("uxds call")) return kExitRuntimeError;
+  const std::string stopped_by = (*summary)["summary"].value("stopped_by", "");
+  if (stopped_by == "SIGINT") return 128 + SIGINT;
+  if (stopped_by == "SIGTERM") return 128 + SIGTERM;
+  const int64_t ok = (*summary)["summary"]["by_status"].value("OK", int64_t{0});
+  const int64_t calls = (*summary)["summary"]["calls"].get<int64_t>();
   if (ok != calls) {
-    std::fprintf(stderr, "uxds call: %d of %d calls failed\n", calls - ok, calls);
+    std::fprintf(stderr, "uxds call: %lld of %lld calls failed\n",
+                 static_cast<long long>(calls - ok), static_cast<long long>(calls));
     return kExitRuntimeError;
   }
   return kExitOk;

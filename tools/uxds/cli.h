@@ -4,7 +4,9 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,6 +42,36 @@ inline std::optional<int> ParseCommandLine(CLI::App& app, const std::vector<std:
     return kExitUsage;
   }
   return std::nullopt;
+}
+
+// Bytes from the command line or the network in an error line: those that
+// are not printable ASCII as \xNN (a terminal shows them, a JSON encoder
+// takes them).
+inline std::string Printable(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte < 0x7f) {
+      out += c;
+    } else {
+      char escaped[5];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", byte);
+      out += escaped;
+    }
+  }
+  return out;
+}
+
+// Flushes stdout; when it cannot be written (a full disk, /dev/full, a
+// closed pipe) says so on stderr and returns true: lost output is an error
+// (exit 1), whatever else went well.
+inline bool StdoutFailed(const char* command) {
+  errno = 0;
+  if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return false;
+  const int error = errno;
+  std::fprintf(stderr, "%s: cannot write stdout%s%s\n", command, error != 0 ? ": " : "",
+               error != 0 ? std::strerror(error) : "");
+  return true;
 }
 
 }  // namespace uxds::tool

@@ -8,6 +8,9 @@
 //   {"event":"file_error","path":"...","line":L,"message":"..."}
 //   {"event":"request","type":"...","names":[...],"version":"...","nonce":"...",
 //    "nack":"..."}                                       per DiscoveryRequest
+//   {"event":"stream_ended","peer":"...","code":"RESOURCE_EXHAUSTED","message":"..."}
+//                                    when the control plane ends a stream itself
+//                                    (a request naming more than 10 000 resources)
 // Runs until SIGINT / SIGTERM.
 #include <signal.h>
 
@@ -20,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "address_check.h"
 #include "cli.h"
 #include "commands.h"
 #include "control_plane_ads.h"
@@ -151,7 +155,8 @@ int RunControlPlane(const std::vector<std::string>& args) {
   int poll_ms = 200;
   app.add_option("--dir", dir, "directory of resource files")->required();
   app.add_option("--listen", listen, "address to serve on: 127.0.0.1:0, [::1]:18000 (port 0: any)")
-      ->required();
+      ->required()
+      ->check(ListenAddress());
   app.add_option("--poll-ms", poll_ms,
                  "how often DIR is checked for changes where inotify cannot watch it, in ms")
       ->check(CLI::Range(10, 60000));

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "address_check.h"
 #include "cli.h"
 #include "commands.h"
 #include "csds_table.h"
@@ -41,7 +42,9 @@ int RunCsds(const std::vector<std::string>& args) {
   CLI::App app{"Print the xDS client status (CSDS, gRFC A40) of a running uxds process.",
                "uxds csds"};
   CsdsArgs parsed;
-  app.add_option("address", parsed.address, "the process's gRPC address, HOST:PORT")->required();
+  app.add_option("address", parsed.address, "the process's gRPC address, HOST:PORT")
+      ->required()
+      ->check(TargetAddress());
   app.add_flag("--json", parsed.json, "print JSON instead of a table");
   app.add_option("--timeout-ms", parsed.timeout_ms,
                  "how long to wait for the process and its answer")
@@ -59,7 +62,10 @@ int RunCsds(const std::vector<std::string>& args) {
                  clients.status().ToString().c_str());
     return kExitRuntimeError;
   }
-  const std::string out = parsed.json ? CsdsJson(*clients).dump() + "\n" : CsdsTable(*clients);
+  const std::string out =
+      parsed.json
+          ? CsdsJson(*clients).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
+          : CsdsTable(*clients);
   std::fputs(out.c_str(), stdout);
   return std::fflush(stdout) == 0 ? kExitOk : kExitRuntimeError;
 }

@@ -5,6 +5,10 @@
 // header value sticking to one server (A42), failover to priority 1 and
 // back, and the CSDS tables. Each step prints what it checked and PASS or
 // FAIL; the exit status is 1 when one failed.
+//
+// However it ends (its steps, a failure, SIGINT, SIGTERM, its stdout closing)
+// it leaves nothing behind: its children are stopped and its temporary
+// directory removed (a failure prints the end of the children's logs first).
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -22,6 +26,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "csds_table.h"
+#include "demo_cleanup.h"
 #include "demo_config.h"
 #include "demo_processes.h"
 #include "demo_steps.h"
@@ -40,6 +45,7 @@ constexpr int kSteps = 6;
 constexpr size_t kBuiltInServers = 6;
 constexpr int kStickyCallsPerValue = 20;
 constexpr std::chrono::seconds kRecoveryTimeout{20};
+constexpr size_t kLogLines = 10;  // per child log, after a failure
 
 struct DemoArgs {
   std::string config_dir;
@@ -56,14 +62,14 @@ class ScratchDir {
     std::string pattern =
         (std::filesystem::temp_directory_path() / ("uxds-demo-" + std::string(6, 'X'))).string();
     if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
+    DemoCleanup::Get().SetScratchDir(path_);
   }
   ~ScratchDir() {
     std::error_code ignored;
     if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
+    DemoCleanup::Get().SetScratchDir("");
   }
   const std::string& path() const { return path_; }
-  // Leaves the directory in place (the logs of a failed run).
-  void Keep() { path_.clear(); }
 
  private:
   std::string path_;
@@ -102,18 +108,35 @@ class Demo {
  private:
   // Prints one step's outcome; counts failures.
   void Step(int number, bool pass, const std::string& what) {
+    DemoCleanup::Get().PauseIfStopping();
     std::printf("[%d/%d] %s  %s\n", number, kSteps, pass ? "PASS" : "FAIL", what.c_str());
-    std::fflush(stdout);
+    // Nobody reads the steps any more: the demo ends (and its children).
+    if (StdoutFailed("uxds demo")) DemoCleanup::Get().StopAllAndExit(kExitRuntimeError);
     failures_ += pass ? 0 : 1;
   }
   Task<Status> Prepare();
-  // After a failure: the children's stderr stays for a look.
-  void KeepLogs() {
+  // After a failure: the end of each child's stderr, before the directory
+  // that holds them goes.
+  void ShowLogs() {
     std::error_code error;
-    if (std::filesystem::is_empty(scratch_.path(), error) || error) return;  // nothing ran
-    std::fprintf(stderr, "uxds demo: the servers' and the control plane's logs are in %s\n",
-                 scratch_.path().c_str());
-    scratch_.Keep();
+    std::vector<std::filesystem::path> logs;
+    for (const auto& entry : std::filesystem::directory_iterator(scratch_.path(), error)) {
+      if (entry.path().extension() == ".log" && entry.file_size(error) > 0) {
+        logs.push_back(entry.path());
+      }
+    }
+    std::sort(logs.begin(), logs.end());
+    for (const std::filesystem::path& log : logs) {
+      std::ifstream in(log);
+      std::vector<std::string> lines;
+      for (std::string line; std::getline(in, line);) lines.push_back(line);
+      const size_t first = lines.size() > kLogLines ? lines.size() - kLogLines : 0;
+      std::fprintf(stderr, "uxds demo: %s%s:\n", log.filename().c_str(),
+                   first > 0 ? " (its last lines)" : "");
+      for (size_t i = first; i < lines.size(); ++i) {
+        std::fprintf(stderr, "  %s\n", Printable(lines[i]).c_str());
+      }
+    }
   }
   Task<void> SpreadAndStickiness(DemoClient& client);
   Task<void> FailoverAndRecovery(DemoClient& client);
@@ -301,7 +324,7 @@ Task<int> Demo::Run() {
   const Status prepared = co_await Prepare();
   if (!prepared.ok()) {
     std::fprintf(stderr, "uxds demo: %s\n", prepared.message().c_str());
-    KeepLogs();
+    ShowLogs();
     co_return kExitRuntimeError;
   }
   ChannelOptions options;
@@ -325,7 +348,7 @@ Task<int> Demo::Run() {
   const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
   std::printf("\nuxds demo: %s in %.1f s (%d of %d steps failed)\n",
               failures_ == 0 ? "PASS" : "FAIL", took.count() / 1000.0, failures_, kSteps);
-  if (failures_ > 0) KeepLogs();
+  if (failures_ > 0) ShowLogs();
   co_return failures_ == 0 ? kExitOk : kExitRuntimeError;
 }
 
@@ -366,6 +389,14 @@ int RunDemo(const std::vector<std::string>& args) {
   if (!parsed.write_config_dir.empty()) return WriteConfigAndExit(parsed.write_config_dir);
   if (!parsed.config_dir.empty()) parsed.config_dir = std::filesystem::absolute(parsed.config_dir);
 
+  // SIGINT and SIGTERM go to the stop watcher's signalfd, on every thread
+  // (the loop's threads inherit the mask).
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  DemoStopWatcher stop_watcher(signals);
   auto loop = Loop::Create();
   if (!loop.ok()) {
     std::fprintf(stderr, "uxds demo: %s\n", loop.status().ToString().c_str());

@@ -3,6 +3,7 @@
 #include <dirent.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -132,6 +133,50 @@ StatusOr<std::vector<std::string>> JsonFiles(const std::string& dir) {
   return files;
 }
 
+// proto3 JSON names a field by its lowerCamelCase json_name or by its proto
+// name; the control plane takes both, so the demo reads both: it renames
+// "lbEndpoints" to "lb_endpoints" (field names are lower_snake_case in the
+// xDS protos), leaving "@type" alone.
+Json SnakeCaseKeys(const Json& json) {
+  if (json.is_array()) {
+    Json out = Json::array();
+    for (const Json& element : json) out.push_back(SnakeCaseKeys(element));
+    return out;
+  }
+  if (!json.is_object()) return json;
+  Json out = Json::object();
+  for (const auto& [key, value] : json.items()) {
+    std::string name;
+    for (const char c : key) {
+      if (c >= 'A' && c <= 'Z' && key.front() != '@') {
+        name += '_';
+        name += static_cast<char>(c - 'A' + 'a');
+      } else {
+        name += c;
+      }
+    }
+    out[name] = SnakeCaseKeys(value);
+  }
+  return out;
+}
+
+// A proto3 JSON uint32: a number, or a string of digits.
+bool GetUint32(const Json& value, uint32_t* out) {
+  if (value.is_number_unsigned() && value.get<uint64_t>() <= UINT32_MAX) {
+    *out = value.get<uint32_t>();
+    return true;
+  }
+  if (!value.is_string()) return false;
+  const std::string text = value.get<std::string>();
+  if (text.empty() || text.size() > 10 || text.find_first_not_of("0123456789") != text.npos) {
+    return false;
+  }
+  const uint64_t parsed = std::stoull(text);
+  if (parsed > UINT32_MAX) return false;
+  *out = static_cast<uint32_t>(parsed);
+  return true;
+}
+
 StatusOr<Json> ReadJsonFile(const std::string& path) {
   std::ifstream in(path);
   std::stringstream text;
@@ -140,7 +185,7 @@ StatusOr<Json> ReadJsonFile(const std::string& path) {
   if (json.is_discarded() || !json.is_object()) {
     return InvalidArgumentError(path + ": not a JSON object");
   }
-  return json;
+  return SnakeCaseKeys(json);
 }
 
 // The endpoints of one ClusterLoadAssignment, in `path`.
@@ -153,8 +198,9 @@ Status ReadEndpoints(const std::string& path, const Json& cla, DemoConfig& confi
   for (size_t l = 0; l < localities->size(); ++l) {
     const Json& locality = (*localities)[l];
     const std::string field = "endpoints[" + std::to_string(l) + "]";
-    const Json priority = locality.value("priority", Json(0));
-    if (!priority.is_number_unsigned() || priority.get<uint32_t>() > 1) {
+    uint32_t priority = 0;
+    if (locality.contains("priority") &&
+        (!GetUint32(locality["priority"], &priority) || priority > 1)) {
       return InvalidArgumentError(path + ": " + field + ".priority: the demo needs 0 or 1");
     }
     const Json lb_endpoints = locality.value("lb_endpoints", Json::array());
@@ -162,16 +208,16 @@ Status ReadEndpoints(const std::string& path, const Json& cla, DemoConfig& confi
       const Json socket =
           lb_endpoints[e].value("/endpoint/address/socket_address"_json_pointer, Json::object());
       const std::string ip = socket.value("address", "");
-      const Json port = socket.value("port_value", Json());
-      if (ip.empty() || !port.is_number_unsigned()) {
+      uint32_t port = 0;
+      if (ip.empty() || !GetUint32(socket.value("port_value", Json()), &port) || port > 65535) {
         return InvalidArgumentError(path + ": " + field + ".lb_endpoints[" + std::to_string(e) +
                                     "].endpoint.address.socket_address: needs address and "
                                     "port_value");
       }
-      const uint32_t p = priority.get<uint32_t>();
+      const uint32_t p = priority;
       const std::string host = ip.find(':') == std::string::npos ? ip : "[" + ip + "]";
       config.endpoints.push_back(
-          {host + ":" + std::to_string(port.get<uint32_t>()), p,
+          {host + ":" + std::to_string(port), p,
            "p" + std::to_string(p) + "-" + std::to_string(++per_priority[p])});
     }
   }

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "demo_cleanup.h"
+
 #include "uxds/runtime.h"
 
 namespace uxds::tool {
@@ -35,16 +37,26 @@ DemoProcesses::~DemoProcesses() {
   for (auto& [name, server] : servers_) server.Signal(SIGTERM);
   if (control_plane_) control_plane_->Signal(SIGTERM);
   // The Subprocess destructors kill and reap whatever has not exited by then.
-  for (auto& [name, server] : servers_) server.Wait(5s);
-  if (control_plane_) control_plane_->Wait(5s);
+  for (auto& [name, server] : servers_) {
+    server.Wait(DemoCleanup::kStopGrace);
+    DemoCleanup::Get().RemoveChild(server.pid());
+  }
+  if (control_plane_) {
+    control_plane_->Wait(DemoCleanup::kStopGrace);
+    DemoCleanup::Get().RemoveChild(control_plane_->pid());
+  }
 }
 
 template <typename Done>
 Task<bool> DemoProcesses::PollUntil(Done done, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (true) {
+    DemoCleanup::Get().PauseIfStopping();
     DrainControlPlane();
-    if (done()) co_return true;
+    const bool is_done = done();
+    // A child that went because the demo is stopping is no news.
+    DemoCleanup::Get().PauseIfStopping();
+    if (is_done) co_return true;
     if (std::chrono::steady_clock::now() >= deadline) co_return false;
     const Status slept = co_await SleepFor(loop_, kPollInterval);
     if (!slept.ok()) co_return false;
@@ -66,6 +78,7 @@ Task<StatusOr<std::string>> DemoProcesses::StartControlPlane(const std::string& 
   control_plane_.emplace(
       Subprocess::Start({self_, "control-plane", "--dir", dir, "--listen", "127.0.0.1:0"}, {},
                         /*pipe_stdin=*/false, log_dir_ + "/control-plane.log"));
+  DemoCleanup::Get().AddChild(control_plane_->pid());
   // File errors may come before the "listening" line.
   auto listening = [&] { return !address_.empty() || !control_plane_->running(); };
   (void)co_await PollUntil(listening, kStartTimeout);
@@ -80,18 +93,26 @@ Task<StatusOr<std::string>> DemoProcesses::StartControlPlane(const std::string& 
 Task<Status> DemoProcesses::StartServers(const std::vector<DemoEndpoint>& endpoints,
                                          const std::string& bootstrap_file) {
   for (const DemoEndpoint& endpoint : endpoints) {
-    servers_.erase(endpoint.name);
-    servers_.emplace(
+    if (auto old = servers_.find(endpoint.name); old != servers_.end()) {
+      DemoCleanup::Get().RemoveChild(old->second.pid());
+      servers_.erase(old);
+    }
+    const auto [server, added] = servers_.emplace(
         endpoint.name,
         Subprocess::Start(
             {self_, "serve", "--bootstrap", bootstrap_file, "--listen", endpoint.address,
              "--hostname", endpoint.name, "--drain-grace-ms", kDrainGraceMs},
             {}, /*pipe_stdin=*/false, log_dir_ + "/" + endpoint.name + ".log"));
+    DemoCleanup::Get().AddChild(server->second.pid());
   }
   // serving[name]: the server's last serving-status line said serving.
+  // A server that exited or said it is not serving (its port is taken, its
+  // Listener does not exist: the control plane has the whole config by now)
+  // fails the start at once.
   std::map<std::string, std::string> last_line;
   std::map<std::string, bool> serving;
-  auto all_serving = [&] {
+  bool failed = false;
+  auto all_serving_or_failed = [&] {
     bool all = true;
     for (const DemoEndpoint& endpoint : endpoints) {
       Subprocess& server = servers_.at(endpoint.name);
@@ -99,19 +120,26 @@ Task<Status> DemoProcesses::StartServers(const std::vector<DemoEndpoint>& endpoi
         last_line[endpoint.name] = *line;
         const Json status = ParseLine(*line);
         serving[endpoint.name] = status.is_object() && status.value("serving", false);
+        failed = failed || !serving[endpoint.name];
       }
+      failed = failed || !server.running();
       all = all && serving[endpoint.name];
     }
-    return all;
+    return all || failed;
   };
-  if (co_await PollUntil(all_serving, kStartTimeout)) co_return OkStatus();
+  const bool ended = co_await PollUntil(all_serving_or_failed, kStartTimeout);
+  if (ended && !failed) co_return OkStatus();
   std::string why;
   for (const DemoEndpoint& endpoint : endpoints) {
     if (serving[endpoint.name]) continue;
     Subprocess& server = servers_.at(endpoint.name);
-    why += "\n  " + endpoint.name + " (" + endpoint.address +
-           "): " + (server.running() ? "not serving after 20 s" : "exited") +
-           (last_line.count(endpoint.name) ? ", last said " + last_line[endpoint.name] : "");
+    const bool said = last_line.count(endpoint.name) > 0;
+    if (failed && server.running() && !said) continue;  // still starting when another failed
+    why += "\n  " + endpoint.name + " (" + endpoint.address + "): " +
+           (!server.running() ? "exited"
+            : said            ? "not serving"
+                              : "not serving after 20 s") +
+           (said ? ", last said " + last_line[endpoint.name] : "");
   }
   co_return UnavailableError("uxds serve did not start serving:" + why);
 }

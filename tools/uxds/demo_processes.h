@@ -24,7 +24,8 @@ class DemoProcesses {
   // Each child's stderr goes to a file in `log_dir`: control-plane.log,
   // p0-1.log, ...
   DemoProcesses(Loop& loop, std::string log_dir);
-  // Stops whatever still runs (SIGTERM, then SIGKILL).
+  // Stops whatever still runs (SIGTERM, then SIGKILL after
+  // DemoCleanup::kStopGrace).
   ~DemoProcesses();
   DemoProcesses(const DemoProcesses&) = delete;
   DemoProcesses& operator=(const DemoProcesses&) = delete;
@@ -33,7 +34,8 @@ class DemoProcesses {
   // listens with the first snapshot loaded.
   Task<StatusOr<std::string>> StartControlPlane(const std::string& dir);
   // `uxds serve` on each endpoint (hostname = the endpoint's name); returns
-  // once every one reports serving.
+  // once every one reports serving, or at once when one exits or reports
+  // it is not serving (e.g. its port is in use).
   Task<Status> StartServers(const std::vector<DemoEndpoint>& endpoints,
                             const std::string& bootstrap_file);
   // SIGTERM (a short drain) and wait for each to exit.

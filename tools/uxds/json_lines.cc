@@ -46,7 +46,8 @@ int RunJsonLines(CLI::App& app, const std::vector<std::string>& args,
     std::fwrite(out.data(), 1, out.size(), stdout);
     std::fputc('\n', stdout);
     // A line in, a line out: callers may drive the tool interactively.
-    std::fflush(stdout);
+    // Output that cannot be written ends the command: it is lost.
+    if (StdoutFailed(app.get_name().c_str())) return kExitRuntimeError;
   }
   return kExitOk;
 }

@@ -1,18 +1,20 @@
 // uxds: the command-line tool. `uxds <command> [args...]`; `uxds help`.
+#include <signal.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "cli.h"
 #include "commands.h"
 
 namespace uxds::tool {
 namespace {
 
 const Command kCommands[] = {
-    {"call", "unary calls through an xDS channel: one JSON line per call, then a summary",
-     RunCall},
+    {"call", "unary calls through an xDS channel: one JSON line per call, then a summary", RunCall},
     {"control-plane",
      "an ADS management server serving xDS resources from JSON files in a directory",
      RunControlPlane},
@@ -39,6 +41,15 @@ void PrintUsage(std::FILE* out) {
   std::fprintf(out, "\n`uxds help <command>` describes one.\n");
 }
 
+// Output that was lost is an error: a command that succeeded but whose
+// stdout could not be written exits 1 and says so. (A command that failed
+// has said why already.)
+int CheckStdout(const char* command, int exit_code) {
+  if (exit_code != kExitOk) return exit_code;
+  const std::string name = std::string("uxds ") + command;
+  return StdoutFailed(name.c_str()) ? kExitRuntimeError : exit_code;
+}
+
 }  // namespace
 }  // namespace uxds::tool
 
@@ -52,15 +63,18 @@ int main(int argc, char** argv) {
   const bool is_help = name == "help" || name == "--help" || name == "-h";
   if (is_help && argc == 2) {
     PrintUsage(stdout);
-    return kExitOk;
+    return CheckStdout("help", kExitOk);
   }
   // `uxds help ring` is `uxds ring --help`.
   const std::string command = is_help && argc == 3 ? argv[2] : name;
   if (!is_help || argc == 3) {
     for (const Command& c : kCommands) {
       if (command != c.name) continue;
-      if (is_help) return c.run({"--help"});
-      return c.run(std::vector<std::string>(argv + 2, argv + argc));
+      // A closed stdout pipe is a failed write (EPIPE) the command reports,
+      // not a SIGPIPE that kills it before it can stop its children.
+      signal(SIGPIPE, SIG_IGN);
+      if (is_help) return CheckStdout(c.name, c.run({"--help"}));
+      return CheckStdout(c.name, c.run(std::vector<std::string>(argv + 2, argv + argc)));
     }
     std::fprintf(stderr, "uxds: unknown command \"%s\"\nrun `uxds help` for the commands\n",
                  command.c_str());

@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "address_check.h"
 #include "cli.h"
 #include "commands.h"
 #include "test_service/test_service.h"
@@ -74,7 +75,7 @@ std::string StatusLine(std::string_view address, const Status& status) {
     line["code"] = std::string(StatusCodeName(status.code()));
     line["error"] = status.message();
   }
-  return line.dump();
+  return line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string LocalHostname() {
@@ -100,7 +101,7 @@ int RunServe(const std::vector<std::string>& args) {
       ->type_name("FILE");
   app.add_option("--listen", listen, "the listening address, e.g. 0.0.0.0:8080")
       ->required()
-      ->type_name("IP:PORT");
+      ->check(ListenAddress());
   app.add_option("--hostname", hostname,
                  "the hostname UnaryCall answers with (default: this machine's)")
       ->type_name("NAME");

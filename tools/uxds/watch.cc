@@ -1,5 +1,7 @@
 // `uxds watch`: watches xDS resources with an XdsClient and prints every
 // watcher callback as one JSON line, until --for expires or SIGINT/SIGTERM.
+// An error that repeats the last one of its name (the same stream failure on
+// every retry) is printed once.
 //
 //   uxds watch --bootstrap bootstrap.json --type cluster c1 c2 --for 30 --csds
 //
@@ -57,6 +59,7 @@ constexpr const char* kDetails =
     "(the last resource stays in use; code OK: the error cleared), with\n"
     "\"status\":{\"code\":\"NOT_FOUND\",\"message\":\"...\"} for errors. \"server\" is the\n"
     "xDS server the resource or error came from (a fallback server, A71).\n"
+    "An error the same as the name's last one (a retry failing alike) is not repeated.\n"
     "\n"
     "Exit status: 0 when stopped by --for or a signal, 1 on a runtime error\n"
     "(e.g. an invalid bootstrap, or a stdout that fails or that nothing reads\n"
@@ -186,9 +189,10 @@ class PrintingWatcher final : public XdsUntypedResourceWatcher {
         line["version"] = entry->failed_version;
       AddServer(entry, line);
       line["status"] = StatusJson(resource.status());
-      PrintLine(line);
+      PrintIfChanged(line);
       return;
     }
+    last_error_.clear();
     Json line = Header("resource");
     // The version the cache holds as the callback runs: the one this resource
     // came with, unless a newer one is already queued behind it.
@@ -206,10 +210,28 @@ class PrintingWatcher final : public XdsUntypedResourceWatcher {
       line["version"] = entry->failed_version;
     }
     line["status"] = StatusJson(status);
-    PrintLine(line);
+    if (status.ok()) {
+      last_error_.clear();
+      PrintLine(line);
+      return;
+    }
+    PrintIfChanged(line);
   }
 
  private:
+  // An error line unless it repeats the last one of this name: a stream the
+  // server keeps ending (e.g. over its 10 000-name limit) fails every watch
+  // on each retry with the same error, and 10 000 names made 10 000 lines a
+  // retry. One line per name per change.
+  void PrintIfChanged(Json& line) {
+    Json key = line;
+    key.erase("t_ms");
+    std::string text = key.dump(-1, ' ', false, Json::error_handler_t::replace);
+    if (text == last_error_) return;
+    last_error_ = std::move(text);
+    PrintLine(line);
+  }
+
   Json Header(const char* event) const {
     Json line;
     line["t_ms"] =
@@ -237,6 +259,7 @@ class PrintingWatcher final : public XdsUntypedResourceWatcher {
   const WatchType& type_;
   const std::string name_;
   const Clock::time_point start_;
+  std::string last_error_;  // the last error line printed, without its time
 };
 
 // A40, as `uxds watch --csds` prints it: every cache entry with its
