@@ -281,10 +281,28 @@ std::string ParseErrorDetail(const char* what) {
 
 StatusOr<Bootstrap> Bootstrap::FromJson(std::string_view text) {
   Json json;
+  // gRPC's JSON reader (GRPC_JSON_MAX_DEPTH) rejects documents nested
+  // deeper than 255 levels. Beyond some depth the recursive walks below
+  // (node metadata into JsonValue, then into a google.protobuf.Struct)
+  // would overflow the stack; the parser itself keeps its stack on the heap,
+  // and the callback discards every value past the limit.
+  constexpr int kMaxDepth = 255;
+  bool too_deep = false;
+  const auto limit_depth = [&](int depth, Json::parse_event_t event, Json&) {
+    if ((event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start) &&
+        depth >= kMaxDepth) {
+      too_deep = true;
+    }
+    return !too_deep;
+  };
   try {
-    json = Json::parse(text.begin(), text.end());
+    json = Json::parse(text.begin(), text.end(), limit_depth);
   } catch (const Json::exception& e) {
     return InvalidArgumentError("not valid JSON: " + ParseErrorDetail(e.what()));
+  }
+  if (too_deep) {
+    return InvalidArgumentError("not valid JSON: nested more than " + std::to_string(kMaxDepth) +
+                                " levels deep");
   }
   ValidationErrors errors;
   Bootstrap bootstrap;

@@ -154,6 +154,28 @@ TEST(BootstrapTest, MinimalBootstrapHasDefaults) {
   EXPECT_EQ(*bootstrap, expected);
 }
 
+// A bootstrap whose node metadata holds `depth` nested arrays; the document
+// is nested depth + 3 levels deep (top level, node, metadata).
+std::string DeeplyNestedMetadata(size_t depth) {
+  return R"({"xds_servers": [{"server_uri": "localhost:1", "channel_creds": [{"type": "insecure"}]}],)"
+         R"( "node": {"id": "n", "metadata": {"deep": )" +
+         std::string(depth, '[') + std::string(depth, ']') + "}}}";
+}
+
+TEST(BootstrapTest, NestingIsLimitedAsGrpcLimitsIt) {
+  // gRPC's JSON reader stops at 255 levels. Without a limit, deeply nested
+  // metadata overflowed the stack while it was converted (a crash, not an
+  // error).
+  auto at_limit = Bootstrap::FromJson(DeeplyNestedMetadata(255 - 3));
+  ASSERT_TRUE(at_limit.ok()) << at_limit.status().ToString();
+  for (size_t depth : {size_t{1000000}, size_t{255 - 2}}) {
+    auto too_deep = Bootstrap::FromJson(DeeplyNestedMetadata(depth));
+    ASSERT_FALSE(too_deep.ok()) << depth;
+    EXPECT_EQ(too_deep.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(too_deep.status().message(), "not valid JSON: nested more than 255 levels deep");
+  }
+}
+
 struct InvalidCase {
   const char* name;
   const char* json;
