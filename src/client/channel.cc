@@ -4,32 +4,17 @@
 // connection, all on the control loop.
 #include "uxds/client_channel.h"
 
-#include <algorithm>
-#include <map>
-#include <set>
 #include <utility>
 
+#include "client/channel_impl.h"
 #include "client/client_stream_impl.h"
-#include "client/xds_dependency_manager.h"
-#include "http2/client_connection.h"
-#include "lb/cluster_load_balancer.h"
-#include "lb/lb_policy.h"
-#include "lb/priority_names.h"
-#include "runtime/host_resolver.h"
-#include "runtime/shutdown_once.h"
 #include "xds/client/xds_client_impl.h"
-#include "xds/lrs/load_reporting_client.h"
-#include "xds/routing/route_selection.h"
 
 namespace uxds {
 
-namespace {
+using client_internal::ParsedTarget;
 
-struct ParsedTarget {
-  bool xds = false;
-  std::string authority;  // xds: the URI's authority ("" for xds:///name)
-  std::string name;       // xds: the path without '/'; else "host:port"
-};
+namespace {
 
 StatusOr<ParsedTarget> ParseTarget(std::string_view target) {
   ParsedTarget parsed;
@@ -65,38 +50,6 @@ StatusOr<ParsedTarget> ParseTarget(std::string_view target) {
   return parsed;
 }
 
-// "host:port" / "[v6]:port" into host and port.
-std::pair<std::string, std::string> SplitHostPort(const std::string& host_port) {
-  const size_t colon = host_port.rfind(':');
-  std::string host = host_port.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  return {host, host_port.substr(colon + 1)};
-}
-
-// One resource set a cluster's tree is built from: a cluster (or an
-// aggregate cluster's leaf) with its Cluster and endpoints (null: none).
-struct ClusterSource {
-  std::string name;
-  std::shared_ptr<const ClusterResource> cluster;
-  std::shared_ptr<const EndpointResource> endpoints;
-};
-
-// The XdsClient hands out the same object while a resource is unchanged;
-// an equal one sent again compares equal too (deep operator==, so an
-// identical update rebuilds nothing).
-template <typename T>
-bool SameResource(const std::shared_ptr<const T>& a, const std::shared_ptr<const T>& b) {
-  return a == b || (a != nullptr && b != nullptr && *a == *b);
-}
-
-bool operator==(const ClusterSource& a, const ClusterSource& b) {
-  return a.name == b.name && SameResource(a.cluster, b.cluster) &&
-         SameResource(a.endpoints, b.endpoints);
-}
-
-// How the channel's LOGICAL_DNS clusters are resolved: the options' lookup,
 // else the system's.
 HostResolver::Lookup LookupFor(const ChannelOptions& options) {
   if (!options.resolve_host) return &HostResolver::ResolveBlocking;
@@ -116,389 +69,6 @@ HostResolver::Lookup LookupFor(const ChannelOptions& options) {
 }
 
 }  // namespace
-
-struct Channel::Impl {
-  Impl(Loop& loop, ChannelOptions options)
-      : loop(loop), options(std::move(options)), tasks(loop), shutdown(loop) {}
-
-  // One cluster a route names, with its LB tree (none if the cluster has an
-  // error: `error` then fails its calls).
-  struct ClusterState {
-    std::unique_ptr<ClusterLoadBalancer> lb;
-    Status error;
-    std::string note;
-    // The resources `lb` was last updated with: a config that brings the
-    // same ones leaves the tree alone.
-    std::vector<ClusterSource> sources;
-    // A37: the names of each leaf cluster's priorities (the cluster's own
-    // for an EDS or LOGICAL_DNS cluster), kept across updates.
-    std::map<std::string, PriorityNames, std::less<>> priority_names;
-  };
-
-  Loop& loop;
-  const ChannelOptions options;
-  ParsedTarget target;
-  std::shared_ptr<XdsClient> xds_client;
-  std::unique_ptr<XdsDependencyManager> dependencies;
-  std::shared_ptr<SubchannelPool> subchannels;
-  // A42: filter_state io.grpc.channel_id, random per channel.
-  const uint64_t channel_id = ThreadRandom();
-
-  std::shared_ptr<const XdsConfig> config;
-  Status config_error = UnavailableError("no xDS configuration yet");
-  bool config_failed = false;  // config_error is a real error, not "not yet"
-  std::map<std::string, ClusterState, std::less<>> clusters;
-  // A plain host:port channel: its one cluster.
-  std::string direct_cluster;
-  std::unique_ptr<HostResolver> resolver;
-  // The channel's own tasks (a host:port target's resolution): they use
-  // the channel, so Shutdown() cancels and joins them before it returns.
-  TaskGroup tasks;
-  // Runs TearDown() once, for every caller of Shutdown().
-  ShutdownOnce shutdown;
-  // Calls waiting for the next config or picker.
-  std::vector<Event*> waiters;
-  // Calls inside WaitForChange(), woken or not. A woken call reads the
-  // channel as it resumes, so the teardown waits until the last has left:
-  // the first caller of Shutdown() to return may destroy the channel.
-  size_t waiting_calls = 0;
-  Event* last_call_left = nullptr;  // the teardown's, while it waits
-  // A42: the counters of a cluster that reports load, else nullptr. The
-  // LRS streams belong to the XdsClient, as in gRPC: every channel on it
-  // shares one stream per LRS server, and the same cluster's load from
-  // several channels adds up in one ClusterStats.
-  std::shared_ptr<ClusterLoadStats> LoadStatsFor(const std::string& name,
-                                                 const ClusterResource& cluster) {
-    if (!cluster.lrs_server.has_value() || xds_client == nullptr) return nullptr;
-    // gRPC reports the EDS service name only when the Cluster sets one.
-    const auto* eds = std::get_if<ClusterResource::Eds>(&cluster.type);
-    LoadReportingClient* load_reporting =
-        xds_internal::ImplOf(*xds_client).load_reporting(options.load_reporting);
-    if (load_reporting == nullptr) return nullptr;  // the client is shutting down
-    return load_reporting->AddCluster(*cluster.lrs_server, name,
-                                      eds != nullptr ? eds->eds_service_name : "");
-  }
-
-  void WakeWaiters() {
-    for (Event* waiter : std::exchange(waiters, {})) waiter->Set();
-  }
-
-  LbPolicyOptions LbOptions() const {
-    LbPolicyOptions lb;
-    lb.ring_sizes.ring_size_cap = options.ring_size_cap;
-    lb.priority_failover_timeout = options.priority_failover_timeout;
-    // A37: pick_first of a LOGICAL_DNS cluster asks for a new DNS answer.
-    lb.request_reresolution = [this] {
-      if (dependencies != nullptr) dependencies->RequestReresolution();
-    };
-    return lb;
-  }
-
-  ClusterState& EnsureCluster(const std::string& name) {
-    ClusterState& state = clusters[name];
-    if (state.lb == nullptr) {
-      state.lb = std::make_unique<ClusterLoadBalancer>(loop, subchannels, LbOptions());
-      state.lb->SetStateObserver([this](ConnectivityState, const Status&) { WakeWaiters(); });
-    }
-    state.error = Status();
-    return state;
-  }
-
-  void OnConfig(StatusOr<std::shared_ptr<const XdsConfig>> update) {
-    if (!update.ok()) {
-      // A74: the Listener or its routes cannot be used: neither can the
-      // previous config.
-      config = nullptr;
-      config_error = Status(StatusCode::kUnavailable, update.status().message());
-      config_failed = true;
-      clusters.clear();
-      WakeWaiters();
-      return;
-    }
-    config = *std::move(update);
-    config_failed = false;
-    const std::vector<std::string> named = routing::ClustersNamedBy(*config->virtual_host);
-    const std::set<std::string> used(named.begin(), named.end());
-    for (const std::string& name : used) UpdateCluster(name);
-    std::erase_if(clusters, [&](const auto& entry) { return !used.contains(entry.first); });
-    WakeWaiters();
-  }
-
-  void UpdateCluster(const std::string& name) {
-    auto it = config->clusters.find(name);
-    if (it == config->clusters.end()) return;
-    if (!it->second.ok()) {
-      ClusterState& state = clusters[name];
-      state.lb.reset();
-      state.sources.clear();
-      state.error = Status(StatusCode::kUnavailable, it->second.status().message());
-      return;
-    }
-    const XdsConfig::ClusterConfig& cluster = *it->second;
-    // A config usually changes one resource: a cluster whose Cluster and
-    // endpoints (and, for an aggregate cluster, its leaves') are the ones
-    // its tree has keeps its tree and picker; only its note may change.
-    std::vector<ClusterSource> sources = SourcesOf(name, cluster);
-    if (auto found = clusters.find(name); found != clusters.end() && found->second.lb != nullptr &&
-                                          found->second.sources == sources) {
-      found->second.note = NoteOf(cluster);
-      return;
-    }
-    ClusterState& state = EnsureCluster(name);
-    state.sources = std::move(sources);
-    std::map<std::string, PriorityNames, std::less<>> names = std::move(state.priority_names);
-    state.priority_names.clear();
-    // The names of `leaf`'s priorities, and their kind (A37: pick_first for
-    // a LOGICAL_DNS cluster).
-    auto name_priorities = [&](const std::string& leaf, const ClusterResource& leaf_cluster,
-                               const EndpointResource& endpoints,
-                               std::vector<PriorityChildConfig>& children) {
-      auto found = names.find(leaf);
-      PriorityNames& leaf_names =
-          state.priority_names
-              .emplace(leaf, found != names.end() ? std::move(found->second) : PriorityNames(leaf))
-              .first->second;
-      const bool pick_first =
-          std::holds_alternative<ClusterResource::LogicalDns>(leaf_cluster.type);
-      for (std::string& child : leaf_names.Assign(endpoints)) {
-        children.push_back(PriorityChildConfig{std::move(child), pick_first});
-      }
-    };
-    if (const auto* endpoint_config =
-            std::get_if<XdsConfig::ClusterConfig::EndpointConfig>(&cluster.children)) {
-      state.note = endpoint_config->resolution_note;
-      // A reference, not a copy (the conditional must not make a temporary).
-      static const EndpointResource kNoEndpoints;
-      const EndpointResource& endpoints =
-          endpoint_config->endpoints != nullptr ? *endpoint_config->endpoints : kNoEndpoints;
-      std::vector<PriorityChildConfig> children;
-      name_priorities(name, *cluster.cluster, endpoints, children);
-      state.lb->Update(*cluster.cluster, endpoints,
-                       ClusterImplConfigFor(name, *cluster.cluster, endpoints.drop_overloads), {},
-                       std::move(children));
-      return;
-    }
-    // A37: an aggregate cluster is one priority list: each leaf's
-    // priorities in order, under the aggregate cluster's LB policy. Each
-    // priority keeps its leaf's cluster_impl: the leaf's drop_overloads,
-    // its max_requests on the counter every user of the leaf shares, and
-    // its own load report; and its name, so a leaf without endpoints moves
-    // no other leaf's priority onto another child.
-    const auto& aggregate = std::get<XdsConfig::ClusterConfig::AggregateConfig>(cluster.children);
-    EndpointResource combined;
-    std::vector<std::shared_ptr<const ClusterImplConfig>> by_priority;
-    std::vector<PriorityChildConfig> children;
-    for (const std::string& leaf : aggregate.leaf_clusters) {
-      auto leaf_it = config->clusters.find(leaf);
-      if (leaf_it == config->clusters.end() || !leaf_it->second.ok()) continue;
-      const auto* leaf_endpoints =
-          std::get_if<XdsConfig::ClusterConfig::EndpointConfig>(&leaf_it->second->children);
-      if (leaf_endpoints == nullptr || leaf_endpoints->endpoints == nullptr) continue;
-      std::shared_ptr<const ClusterImplConfig> leaf_config = ClusterImplConfigFor(
-          leaf, *leaf_it->second->cluster, leaf_endpoints->endpoints->drop_overloads);
-      name_priorities(leaf, *leaf_it->second->cluster, *leaf_endpoints->endpoints, children);
-      for (const auto& priority : leaf_endpoints->endpoints->priorities) {
-        combined.priorities.push_back(priority);
-        by_priority.push_back(leaf_config);
-      }
-    }
-    state.note = NoteOf(cluster);
-    // The aggregate cluster's own config applies only while no leaf has a
-    // priority (every pick then fails anyway): no drops, no load report.
-    state.lb->Update(*cluster.cluster, combined, ClusterImplConfigFor(name, *cluster.cluster, {}),
-                     std::move(by_priority), std::move(children));
-  }
-
-  // The resolution note a cluster's failed picks carry: its own, or every
-  // leaf's of an aggregate cluster (the one that explains a failure may be
-  // any), each once, joined with "; ".
-  std::string NoteOf(const XdsConfig::ClusterConfig& cluster) const {
-    if (const auto* endpoint_config =
-            std::get_if<XdsConfig::ClusterConfig::EndpointConfig>(&cluster.children)) {
-      return endpoint_config->resolution_note;
-    }
-    std::vector<std::string_view> notes;
-    for (const std::string& leaf :
-         std::get<XdsConfig::ClusterConfig::AggregateConfig>(cluster.children).leaf_clusters) {
-      auto leaf_it = config->clusters.find(leaf);
-      if (leaf_it == config->clusters.end() || !leaf_it->second.ok()) continue;
-      const auto* leaf_endpoints =
-          std::get_if<XdsConfig::ClusterConfig::EndpointConfig>(&leaf_it->second->children);
-      if (leaf_endpoints == nullptr) continue;
-      if (std::find(notes.begin(), notes.end(), leaf_endpoints->resolution_note) == notes.end()) {
-        notes.push_back(leaf_endpoints->resolution_note);
-      }
-    }
-    std::string joined;
-    for (std::string_view note : notes) {
-      if (!joined.empty()) joined += "; ";
-      joined += note;
-    }
-    return joined;
-  }
-
-  // What UpdateCluster() builds cluster `name`'s tree from: the cluster,
-  // then (aggregate, A37) each leaf in order, with what it has of each.
-  std::vector<ClusterSource> SourcesOf(const std::string& name,
-                                       const XdsConfig::ClusterConfig& cluster) const {
-    std::vector<ClusterSource> sources;
-    if (const auto* endpoint_config =
-            std::get_if<XdsConfig::ClusterConfig::EndpointConfig>(&cluster.children)) {
-      sources.push_back(ClusterSource{name, cluster.cluster, endpoint_config->endpoints});
-      return sources;
-    }
-    sources.push_back(ClusterSource{name, cluster.cluster, nullptr});
-    for (const std::string& leaf :
-         std::get<XdsConfig::ClusterConfig::AggregateConfig>(cluster.children).leaf_clusters) {
-      ClusterSource& source = sources.emplace_back(ClusterSource{leaf, nullptr, nullptr});
-      auto leaf_it = config->clusters.find(leaf);
-      if (leaf_it == config->clusters.end() || !leaf_it->second.ok()) continue;
-      const auto* leaf_endpoints =
-          std::get_if<XdsConfig::ClusterConfig::EndpointConfig>(&leaf_it->second->children);
-      if (leaf_endpoints == nullptr) continue;
-      source.cluster = leaf_it->second->cluster;
-      source.endpoints = leaf_endpoints->endpoints;
-    }
-    return sources;
-  }
-
-  // The cluster_impl config of cluster `name`: its drops, its max_requests
-  // (A32), the call counter shared by every user of the cluster (A37) and
-  // its load report (A42; an aggregate cluster's own lrs_server is not
-  // used, as in gRPC).
-  std::shared_ptr<const ClusterImplConfig> ClusterImplConfigFor(
-      const std::string& name, const ClusterResource& cluster,
-      std::vector<EndpointResource::DropCategory> drops) {
-    auto impl = std::make_shared<ClusterImplConfig>();
-    impl->drops = std::move(drops);
-    impl->max_requests = cluster.max_concurrent_requests;
-    const auto* eds = std::get_if<ClusterResource::Eds>(&cluster.type);
-    impl->counter =
-        SharedCallCounter(xds_client.get(), name, eds != nullptr ? eds->eds_service_name : "");
-    if (!std::holds_alternative<ClusterResource::Aggregate>(cluster.type)) {
-      impl->load = LoadStatsFor(name, cluster);
-    }
-    return impl;
-  }
-
-  // Waits for the next config or picker change, or the deadline: false once
-  // the deadline has passed. At once once the channel is shutting down (the
-  // caller then finds it so).
-  Task<bool> WaitForChange(std::optional<Loop::Clock::time_point> deadline) {
-    if (shutdown.started()) co_return true;
-    if (deadline.has_value() && Loop::Clock::now() >= *deadline) co_return false;
-    Event changed(loop);
-    Timer timer(loop);
-    if (deadline.has_value()) {
-      timer.Start(*deadline - Loop::Clock::now(), [&changed] { changed.Set(); });
-    }
-    waiters.push_back(&changed);
-    ++waiting_calls;
-    const Status waited = co_await changed.Wait();
-    std::erase(waiters, &changed);
-    timer.Cancel();
-    if (--waiting_calls == 0 && last_call_left != nullptr) last_call_left->Set();
-    if (!waited.ok()) co_return false;
-    co_return !deadline.has_value() || Loop::Clock::now() < *deadline;
-  }
-
-  // Where a pick sent a call: the endpoint's connection (READY now), its
-  // address, and the call's A32 count to end with the call. The call owns
-  // its subchannel and counter, as a gRPC call holds its connected
-  // subchannel: an update that drops the endpoint or its cluster while the
-  // call runs must not end the call.
-  struct PickedEndpoint {
-    http2::ClientConnection* connection = nullptr;
-    std::string peer;
-    std::shared_ptr<SubchannelPool> pool;  // outlives `subchannel`
-    SubchannelRef subchannel;
-    // What CallFinished() reports when the call ends; `counter` and
-    // `locality_stats` keep what it points to alive.
-    PickResult call_end;
-    std::shared_ptr<CallCounter> counter;
-    std::shared_ptr<LocalityLoadStats> locality_stats;
-  };
-  // A call's routing, chosen once per call (see PickForCall).
-  struct CallRoute {
-    std::shared_ptr<const XdsConfig> config;  // the config it was chosen in
-    std::string cluster;
-    uint64_t hash = 0;
-  };
-  // `route` is the call's routing: chosen by its first pick, reused by every
-  // later one (a queued pick's, and A6's transparent retries').
-  Task<StatusOr<PickedEndpoint>> PickForCall(const std::string& method, const CallOptions& options,
-                                             std::optional<Loop::Clock::time_point> deadline,
-                                             std::optional<CallRoute>& route);
-  // The route (A28), its cluster (weighted_clusters drawn here) and the
-  // request hash (A42: from the route's hash policies, else random).
-  StatusOr<CallRoute> ChooseRoute(const std::string& method, const routing::RpcView& rpc) const {
-    CallRoute route;
-    route.config = config;
-    route.hash = ThreadRandom();
-    if (!direct_cluster.empty()) {
-      route.cluster = direct_cluster;
-      return route;
-    }
-    const RouteConfigResource::Route* selected =
-        routing::SelectRoute(*config->virtual_host, rpc, [] { return ThreadRandom(); });
-    if (selected == nullptr) return UnavailableError("no matching route found for " + method);
-    const auto* action = std::get_if<RouteConfigResource::Route::RouteAction>(&selected->action);
-    if (action == nullptr) {
-      return UnavailableError("matched route does not have a forwarding action");
-    }
-    if (const auto* one =
-            std::get_if<RouteConfigResource::Route::RouteAction::ClusterName>(&action->cluster)) {
-      route.cluster = one->name;
-    } else {
-      route.cluster = std::string(routing::PickWeightedCluster(
-          std::get<RouteConfigResource::Route::RouteAction::WeightedClusters>(action->cluster),
-          ThreadRandom()));
-    }
-    if (std::optional<uint64_t> computed =
-            routing::ComputeRequestHash(action->hash_policies, rpc, channel_id)) {
-      route.hash = *computed;
-    }
-    return route;
-  }
-
-  // The deadline message of a call that found no config: what the channel
-  // is still waiting for.
-  std::string WaitingForConfig() const {
-    std::string waiting = dependencies != nullptr ? dependencies->WaitingFor() : "";
-    return "deadline exceeded waiting for xDS config" +
-           (waiting.empty() ? std::string() : ": " + waiting);
-  }
-  // Shutdown()'s one teardown: the channel's tasks, its watches (and their
-  // DNS lookups) and clusters, the calls waiting in it, then its
-  // connections.
-  Task<void> TearDown();
-
-  Task<void> ResolveDirect() {
-    auto [host, port] = SplitHostPort(target.name);
-    StatusOr<std::vector<SocketAddress>> addresses = co_await resolver->Resolve(host, port);
-    if (shutdown.started()) co_return;
-    if (!addresses.ok()) {
-      config_error = Status(StatusCode::kUnavailable, addresses.status().message());
-      config_failed = true;
-      WakeWaiters();
-      co_return;
-    }
-    ClusterResource cluster;
-    EndpointResource endpoints;
-    EndpointResource::Locality locality;
-    locality.weight = 1;
-    for (const SocketAddress& address : *addresses) {
-      EndpointResource::Endpoint endpoint;
-      endpoint.addresses.push_back(address.ToString());
-      locality.endpoints.push_back(std::move(endpoint));
-    }
-    endpoints.priorities.emplace_back().localities.push_back(std::move(locality));
-    ClusterState& state = EnsureCluster(direct_cluster);
-    state.note = "resolved " + target.name;
-    state.lb->Update(cluster, endpoints);
-    WakeWaiters();
-  }
-};
 
 StatusOr<std::unique_ptr<Channel>> Channel::Create(Loop& loop, std::string_view target,
                                                    ChannelOptions options) {
@@ -567,6 +137,55 @@ Task<void> Channel::Impl::TearDown() {
   // The XdsClient's LRS streams send this channel's last counts and end
   // once no channel reports to them.
   xds_client.reset();
+}
+
+Task<bool> Channel::Impl::WaitForChange(std::optional<Loop::Clock::time_point> deadline) {
+  if (shutdown.started()) co_return true;
+  if (deadline.has_value() && Loop::Clock::now() >= *deadline) co_return false;
+  Event changed(loop);
+  Timer timer(loop);
+  if (deadline.has_value()) {
+    timer.Start(*deadline - Loop::Clock::now(), [&changed] { changed.Set(); });
+  }
+  waiters.push_back(&changed);
+  ++waiting_calls;
+  const Status waited = co_await changed.Wait();
+  std::erase(waiters, &changed);
+  timer.Cancel();
+  if (--waiting_calls == 0 && last_call_left != nullptr) last_call_left->Set();
+  if (!waited.ok()) co_return false;
+  co_return !deadline.has_value() || Loop::Clock::now() < *deadline;
+}
+
+StatusOr<Channel::Impl::CallRoute> Channel::Impl::ChooseRoute(const std::string& method,
+                                                              const routing::RpcView& rpc) const {
+  CallRoute route;
+  route.config = config;
+  route.hash = ThreadRandom();
+  if (!direct_cluster.empty()) {
+    route.cluster = direct_cluster;
+    return route;
+  }
+  const RouteConfigResource::Route* selected =
+      routing::SelectRoute(*config->virtual_host, rpc, [] { return ThreadRandom(); });
+  if (selected == nullptr) return UnavailableError("no matching route found for " + method);
+  const auto* action = std::get_if<RouteConfigResource::Route::RouteAction>(&selected->action);
+  if (action == nullptr) {
+    return UnavailableError("matched route does not have a forwarding action");
+  }
+  if (const auto* one =
+          std::get_if<RouteConfigResource::Route::RouteAction::ClusterName>(&action->cluster)) {
+    route.cluster = one->name;
+  } else {
+    route.cluster = std::string(routing::PickWeightedCluster(
+        std::get<RouteConfigResource::Route::RouteAction::WeightedClusters>(action->cluster),
+        ThreadRandom()));
+  }
+  if (std::optional<uint64_t> computed =
+          routing::ComputeRequestHash(action->hash_policies, rpc, channel_id)) {
+    route.hash = *computed;
+  }
+  return route;
 }
 
 // Routes, hashes and picks one call (unary or streaming alike): the
