@@ -59,7 +59,7 @@ struct CallArgs {
   std::string target;
   std::string method = kDefaultMethod;
   std::vector<std::string> headers;  // "name=value"
-  int count = 1;
+  int64_t count = 1;
   int concurrency = 1;
   int deadline_ms = 5000;
   bool wait_for_ready = false;
@@ -90,7 +90,7 @@ struct CallRun {
   const CallArgs& args;
   CallOptions options;
   std::string request;
-  int next = 0;  // the index of the next call to start
+  int64_t next = 0;  // the index of the next call to start
   Tally tally;
   // Why no new call starts ("SIGINT", "stdout"); empty while calls go on.
   std::string stopped_by;
@@ -113,7 +113,7 @@ struct CallRun {
   // or a stop was asked for.
   Task<void> Worker() {
     while (next < args.count && stopped_by.empty()) {
-      const int index = next++;
+      const int64_t index = next++;
       const Clock::time_point start = Clock::now();
       StatusOr<UnaryResponse> reply = co_await channel.UnaryCall(args.method, request, options);
       const int64_t latency_us =
@@ -225,7 +225,7 @@ Task<StatusOr<json>> RunCalls(Loop& loop, const CallArgs& args, std::optional<Bo
   const Clock::time_point start = Clock::now();
   TaskGroup grace(loop);
   grace.Spawn(run.CancelAfterGrace(loop));
-  for (int i = 0; i < std::min(args.concurrency, args.count); ++i) run.workers.Spawn(run.Worker());
+  for (int64_t i = 0; i < std::min<int64_t>(args.concurrency, args.count); ++i) run.workers.Spawn(run.Worker());
   co_await run.workers.Join();
   const Clock::duration elapsed = Clock::now() - start;
   signal_watcher.reset();  // before `run`: its posts reach `run`
@@ -310,7 +310,7 @@ int RunCall(const std::vector<std::string>& args) {
   app.add_option("--header", call.headers, "request metadata NAME=VALUE (repeatable)")
       ->check(CheckHeader);
   app.add_option("-n,--calls", call.count, "how many calls")
-      ->check(CLI::Range(1, 10000000))
+      ->check(CLI::Range(int64_t{1}, int64_t{1'000'000'000'000}))
       ->capture_default_str();
   app.add_option("--concurrency", call.concurrency, "calls in flight at once")
       ->check(CLI::Range(1, 10000))
