@@ -175,6 +175,12 @@ class ConfigDir:
     def remove(self, name):
         os.unlink(os.path.join(self.path, name))
 
+    def pin(self, port):
+        """Every cluster's endpoints: the one backend on `port`."""
+        live = STEADY_CLUSTERS + ([CHURNED_CLUSTER] if self.churned_state in (1, 2, 3) else [])
+        for name in live:
+            self.write(f'endpoints-{name}.json', endpoints(name, [port], self.rng))
+
     def churn(self):
         """One step of churn: endpoints always; the rest in turn."""
         self.tick += 1
@@ -251,13 +257,15 @@ class CallCounter:
     """Counts `uxds call`'s JSON lines from raw chunks: a line is a call,
     `"status":"OK"` a good one (the summary line has neither form)."""
 
-    def __init__(self):
+    def __init__(self, backend_names):
+        self.backend_names = backend_names
         self.lock = threading.Lock()
         self.calls = 0
         self.ok = 0
         self.failures = []  # the first few failed calls' lines
         self.summary = None
         self.tail = b''
+        self.by_backend = {}  # backend name -> calls it answered
 
     def feed(self, chunk):
         data = self.tail + chunk
@@ -266,7 +274,12 @@ class CallCounter:
         lines = complete.count(b'\n')
         ok = complete.count(b'"status":"OK"')
         summary = complete.count(b'{"summary"')
+        backends = {}
+        for name in self.backend_names:
+            backends[name] = complete.count(b'"backend":"' + name.encode() + b'"')
         with self.lock:
+            for name, n in backends.items():
+                self.by_backend[name] = self.by_backend.get(name, 0) + n
             self.calls += lines - summary
             self.ok += ok
             if lines - summary != ok and len(self.failures) < 20:
@@ -281,6 +294,10 @@ class CallCounter:
         with self.lock:
             return self.calls, self.calls - self.ok
 
+    def backend_counts(self):
+        with self.lock:
+            return dict(self.by_backend)
+
 
 def sample(pid):
     """(VmRSS in KiB, open fds) of `pid`, or None once it is gone."""
@@ -290,6 +307,55 @@ def sample(pid):
         return rss, len(os.listdir(f'/proc/{pid}/fd'))
     except (OSError, StopIteration):
         return None
+
+
+def settled_fds(processes, counter, timeout=30):
+    """Each process's fd count once the client's calls succeed and the
+    count has held still for 2 s (every connection made)."""
+    deadline = time.monotonic() + timeout
+    last, steady_since = None, time.monotonic()
+    while time.monotonic() < deadline:
+        calls, failed = counter.counts()
+        now = {p.name: (sample(p.proc.pid) or (0, -1))[1] for p in processes}
+        if now != last:
+            last, steady_since = now, time.monotonic()
+        elif calls > failed and time.monotonic() - steady_since >= 2:
+            return now
+        time.sleep(0.2)
+    return last
+
+
+def check_recovery(processes, start_fds, counter, config, backend_ports, timeout=20):
+    """After the faults: every process's fd count comes back to its start,
+    and a last config change still reaches the client (its watches live):
+    once every cluster's endpoints are only the last backend, a whole
+    second of calls goes to it alone."""
+    problems = []
+    deadline = time.monotonic() + timeout
+    fds = {}
+    while time.monotonic() < deadline:
+        fds = {p.name: (sample(p.proc.pid) or (0, -1))[1] for p in processes}
+        if fds == start_fds:
+            break
+        time.sleep(0.2)
+    else:
+        problems.append(f'fd counts did not come back within {timeout} s: '
+                        f'{fds} against {start_fds} at the start')
+    pinned = f'server{len(backend_ports) - 1}'
+    config.pin(backend_ports[-1])
+    deadline = time.monotonic() + timeout
+    before = counter.backend_counts()
+    while time.monotonic() < deadline:
+        time.sleep(1)
+        after = counter.backend_counts()
+        others = sum(after.get(n, 0) - before.get(n, 0) for n in after if n != pinned)
+        if others == 0 and after.get(pinned, 0) > before.get(pinned, 0):
+            log(f'a last endpoint change reached the client: every call goes to {pinned}')
+            return problems
+        before = after
+    problems.append(f'a last endpoint change (every cluster on {pinned}) did not reach the '
+                    f'client within {timeout} s: {counter.backend_counts()}')
+    return problems
 
 
 def grows(values, tolerance):
@@ -321,6 +387,10 @@ def main():
     parser.add_argument('--concurrency', type=int, default=4)
     parser.add_argument('--seed', type=int, default=1)
     parser.add_argument('--no-rss-verdict', action='store_true')
+    parser.add_argument('--kill', action='store_true',
+                        help='restart the control plane with SIGKILL, not SIGTERM')
+    parser.add_argument('--check-recovery', action='store_true',
+                        help='at the end: fds back to their start, a last change reaches the client')
     args = parser.parse_args()
     uxds = args.uxds or os.path.join(args.build, 'tools', 'uxds', 'uxds')
     out = args.out or os.path.join(args.build, time.strftime('soak-%Y%m%d-%H%M%S'))
@@ -353,11 +423,18 @@ def main():
         listening.clear()
         cp = Process('control-plane', [uxds, 'control-plane', '--dir', config.path, '--listen',
                                        f'127.0.0.1:{cp_port}'], on_line=on_control_plane_line)
-        if not listening.wait(30):
-            problems.append('the control plane did not listen within 30 s')
+        deadline = time.monotonic() + 30
+        while not listening.wait(0.05):
+            if not cp.alive() or time.monotonic() > deadline:
+                held = subprocess.run(
+                    ['ss', '-tanpH', f'( sport = :{cp_port} or dport = :{cp_port} )'],
+                    capture_output=True, text=True).stdout
+                problems.append(f'the control plane did not listen (exit {cp.proc.poll()}); '
+                                f'its port: {held}')
+                break
         return cp
 
-    counter = CallCounter()
+    counter = CallCounter([f'server{i}' for i in range(args.backends)])
     csv = open(os.path.join(out, 'soak.csv'), 'w')
     csv.write('t_s,process,pid,rss_kb,fds,calls,failed_calls\n')
     series = {}  # process name -> [(t, rss_kb, fds)]
@@ -373,9 +450,11 @@ def main():
                                     '--wait-for-ready', '--header', f'{HASH_HEADER}=u1'],
                          on_chunk=counter.feed)
         processes.append(client)
+        start_fds = settled_fds(processes, counter) if args.check_recovery else {}
         log(f'{duration:.0f} s; writing {out}/soak.csv')
         start = time.monotonic()
-        next_churn = start + args.churn_s
+        never = float('inf')
+        next_churn = start + args.churn_s if args.churn_s > 0 else never
         next_restart = start + args.restart_s
         next_sample = start + 1
         while True:
@@ -386,10 +465,10 @@ def main():
                 config.churn()
                 next_churn += args.churn_s
             if now >= next_restart:
-                control_plane.stop()
+                control_plane.stop(signal.SIGKILL if args.kill else signal.SIGTERM)
                 control_plane = start_control_plane()
                 restarts += 1
-                next_restart += args.restart_s
+                next_restart = time.monotonic() + args.restart_s
             if now >= next_sample:
                 t = now - start
                 calls, failed = counter.counts()
@@ -407,6 +486,8 @@ def main():
             if any(not p.alive() for p in processes):
                 break
             time.sleep(max(0.0, min(next_churn, next_restart, next_sample) - time.monotonic()))
+        if args.check_recovery and all(p.alive() for p in processes):
+            problems.extend(check_recovery(processes, start_fds, counter, config, backend_ports))
     finally:
         rc = {}
         for p in reversed(processes):
