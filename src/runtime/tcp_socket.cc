@@ -89,7 +89,11 @@ Task<StatusOr<std::unique_ptr<TcpSocket>>> TcpSocket::ConnectUring(
     }
     co_return ErrnoToStatus(-res, what);
   }
-  co_return std::make_unique<TcpSocket>(loop, fd);
+  auto socket = std::make_unique<TcpSocket>(loop, fd);
+  // Named now: once the peer resets the connection, getpeername() fails,
+  // and the read or write error that follows must still say where to.
+  socket->peer_name_ = address.ToString();
+  co_return socket;
 }
 
 Task<StatusOr<size_t>> TcpSocket::ReadUring(std::span<uint8_t> buf) {
