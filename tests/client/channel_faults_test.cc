@@ -1,6 +1,6 @@
 // Faults a Channel meets end to end on loopback (#26): a Cluster that asks
-// for the largest ring A42 allows, and a backend that resets every
-// connection. Each is bounded: by memory, by connection attempts, by the
+// for the largest ring A42 allows, a control plane that turns bad, and a
+// backend that resets every connection. Each is bounded: by memory, by connection attempts, by the
 // calls' deadlines.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -20,7 +20,16 @@
 namespace uxds::testing {
 namespace {
 
-using ChannelFaultsTest = ChannelFixture;
+class ChannelFaultsTest : public ChannelFixture {
+ protected:
+  // Every call succeeds through the channel while it has a config to go by.
+  void ExpectCallsSucceed(const char* what) {
+    for (int i = 0; i < 20; ++i) {
+      auto reply = Call(test_service::kUnaryCall);
+      ASSERT_TRUE(reply.ok()) << what << ": " << reply.status().ToString();
+    }
+  }
+};
 
 // This process's resident set, in KiB (VmRSS).
 int64_t ResidentKib() {
@@ -57,6 +66,71 @@ TEST_F(ChannelFaultsTest, AClusterAskingForAn8MRingIsHeldToTheLocalCap) {
   std::cout << "resident set grew by " << grown_kib << " KiB\n";
   // Far above a 4096-entry ring and its pickers, far below an 8M ring.
   EXPECT_LT(grown_kib, 32 * 1024);
+}
+
+// A control plane that turns bad after a good config: an invalid Cluster
+// (NACKed), a TP3 error for the endpoints, a message that is no
+// DiscoveryResponse, a response over the 4 MiB limit, then a hang. A88:
+// the client keeps what it has, so every call still succeeds; once the
+// control plane is reachable and sane again, its next change reaches the
+// channel.
+TEST_F(ChannelFaultsTest, AControlPlaneThatTurnsBadLeavesTheCallsWorking) {
+  ASSERT_TRUE(
+      cp_->SetResources(kLdsType, {{"svc", ApiListenerWithRoutes("svc", "*", {{"", "c"}})}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(kCdsType, {{"c", ValidCluster("c", "s-c")}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(
+      kEdsType, {{"s-c", EndpointsAt("s-c", {addresses_[0], addresses_[1]})}}, "1"));
+  CreateChannel("xds:///svc");
+  ExpectCallsSucceed("good config");
+  constexpr auto kWait = std::chrono::seconds(10);
+  ASSERT_TRUE(cp_->WaitForStreamOpened(kWait));  // the client's first stream
+
+  ScriptedResponse invalid;
+  invalid.type_url = kCdsType;
+  invalid.version_info = "bad-1";
+  invalid.resources = {InvalidCluster("c")};
+  const std::string nonce = cp_->SendResponse(invalid);
+  ASSERT_FALSE(nonce.empty());
+  ASSERT_TRUE(cp_->NextRequestMatching(kWait, [&](const ObservedRequest& r) {
+    return r.response_nonce == nonce && r.error_detail.has_value();
+  }));
+  ExpectCallsSucceed("after a NACKed Cluster");
+
+  ASSERT_TRUE(cp_->SetResources(kEdsType, {}, "2", {{"s-c", 5, "endpoints withdrawn"}}));
+  ASSERT_TRUE(cp_->NextRequestMatching(kWait, [](const ObservedRequest& r) {
+    return r.type_url == kEdsType && r.version_info == "2";
+  }));
+  ExpectCallsSucceed("after a TP3 error for the endpoints");
+
+  // NOTES: a response that cannot be decoded is ignored (no ACK, no NACK).
+  ASSERT_TRUE(cp_->SendRawMessage("\xff\xfe not a DiscoveryResponse"));
+  ExpectCallsSucceed("after a message that does not parse");
+
+  // Over XdsClientOptions::max_ads_response_size: the stream ends, and the
+  // client comes back on a new one.
+  ASSERT_TRUE(cp_->SendRawMessage(std::string(5 << 20, 'x')));
+  ASSERT_TRUE(cp_->WaitForStreamClosed(kWait));
+  ExpectCallsSucceed("after a response over the size limit");
+
+  ASSERT_TRUE(cp_->WaitForStreamOpened(kWait));
+  ASSERT_TRUE(cp_->FreezeConnections());
+  ExpectCallsSucceed("while the control plane hangs");
+
+  // Sane again: the next endpoints reach the channel on a new connection.
+  ASSERT_TRUE(cp_->SetResources(kEdsType, {{"s-c", EndpointsAt("s-c", {addresses_[2]})}}, "3"));
+  ASSERT_TRUE(cp_->DropAllConnections());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  std::string peer;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto reply = Call(test_service::kUnaryCall);
+    ASSERT_TRUE(reply.ok()) << "after the control plane came back: " << reply.status().ToString();
+    peer = reply->peer;
+    if (peer == addresses_[2]) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(peer, addresses_[2]);
+  // Anything the client sent broke no ADS rule (the fake control plane
+  // checks every request); the NACK and the raw messages were on purpose.
 }
 
 // A TCP listener on loopback that accepts every connection and resets it
