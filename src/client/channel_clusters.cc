@@ -249,15 +249,7 @@ Task<void> Channel::Impl::ResolveDirect() {
     co_return;
   }
   ClusterResource cluster;
-  EndpointResource endpoints;
-  EndpointResource::Locality locality;
-  locality.weight = 1;
-  for (const SocketAddress& address : *addresses) {
-    EndpointResource::Endpoint endpoint;
-    endpoint.addresses.push_back(address.ToString());
-    locality.endpoints.push_back(std::move(endpoint));
-  }
-  endpoints.priorities.emplace_back().localities.push_back(std::move(locality));
+  const EndpointResource endpoints = EndpointsOfAddresses(*addresses);
   ClusterState& state = EnsureCluster(direct_cluster);
   state.note = "resolved " + target.name;
   state.lb->Update(cluster, endpoints);

@@ -8,6 +8,19 @@
 
 namespace uxds {
 
+EndpointResource EndpointsOfAddresses(const std::vector<SocketAddress>& addresses) {
+  EndpointResource endpoints;
+  EndpointResource::Locality locality;
+  locality.weight = 1;
+  for (const SocketAddress& address : addresses) {
+    EndpointResource::Endpoint endpoint;
+    endpoint.addresses.push_back(address.ToString());
+    locality.endpoints.push_back(std::move(endpoint));
+  }
+  endpoints.priorities.emplace_back().localities.push_back(std::move(locality));
+  return endpoints;
+}
+
 // Forwards one watch's callbacks to the manager. The XdsClient guarantees no
 // callback after CancelWatch(), which the manager calls before it goes.
 template <typename T>
@@ -212,16 +225,7 @@ Task<void> XdsDependencyManager::ResolveDns(std::string cluster, std::string hos
     // pick_first tries in turn. (A61 puts them in one endpoint for a
     // per-endpoint pick_first; uxds's policies connect to an endpoint's
     // first address only, so each address is an endpoint here.)
-    auto endpoints = std::make_shared<EndpointResource>();
-    EndpointResource::Locality locality;
-    locality.weight = 1;
-    for (const SocketAddress& address : *addresses) {
-      EndpointResource::Endpoint endpoint;
-      endpoint.addresses.push_back(address.ToString());
-      locality.endpoints.push_back(std::move(endpoint));
-    }
-    endpoints->priorities.emplace_back().localities.push_back(std::move(locality));
-    it->second.update = std::shared_ptr<const EndpointResource>(std::move(endpoints));
+    it->second.update = std::make_shared<const EndpointResource>(EndpointsOfAddresses(*addresses));
   }
   Update();
 }

@@ -29,6 +29,12 @@
 
 namespace uxds {
 
+// Resolved addresses as endpoints: one priority of one locality (weight 1)
+// whose endpoints are the addresses, in the resolver's order (pick_first
+// tries them in turn). A LOGICAL_DNS cluster's (A37) and a host:port
+// channel's.
+EndpointResource EndpointsOfAddresses(const std::vector<SocketAddress>& addresses);
+
 class XdsDependencyManager {
  public:
   // A74: an error only for what makes the whole config unusable: the
