@@ -58,6 +58,14 @@
 
 namespace uxds {
 
+// A duration option at or above this is infinite.
+inline constexpr std::chrono::milliseconds kNoTimeLimit = std::chrono::milliseconds::max();
+// The default max_connection_idle: 5 minutes. gRPC's is infinite (A9); ours
+// reclaims the max_connections slot of a client that connected and then
+// stayed silent, so such clients cannot keep new ones out for good. A gRPC
+// client leaves gracefully on the GOAWAY and reconnects for its next call.
+inline constexpr std::chrono::milliseconds kDefaultMaxConnectionIdle{300'000};
+
 struct XdsServerOptions {
   // A36: "a default grace period of 10 minutes for long-lived RPCs".
   static constexpr std::chrono::milliseconds kDefaultDrainGraceTime{600'000};
@@ -81,6 +89,15 @@ struct XdsServerOptions {
   // or on "not serving" do not count: each ends within drain_grace_time, and
   // A36 wants no connection failed because of a drain.
   size_t max_connections = 1024;
+  // Connection management as gRPC servers have it (gRFC A9); the same as
+  // ServerOptions' fields of these names (see there). Connections draining
+  // after a Listener update keep drain_grace_time.
+  std::chrono::milliseconds max_connection_idle = kDefaultMaxConnectionIdle;
+  std::chrono::milliseconds max_connection_age{0};
+  std::chrono::milliseconds max_connection_age_grace = kNoTimeLimit;
+  // A connection whose HTTP/2 preface and SETTINGS have not arrived within
+  // this is closed.
+  std::chrono::milliseconds handshake_timeout{10'000};
 };
 
 class XdsServer {
@@ -141,6 +158,20 @@ struct ServerOptions {
   // Server-initiated PINGs (0: none); an unanswered one closes the
   // connection, cancelling its calls.
   std::chrono::milliseconds keepalive_time{0};
+  // Connection management as gRPC servers have it (gRFC A9); 0: never.
+  // A connection with no call open for max_connection_idle (since it
+  // started or its last call ended) is drained: GOAWAY, then closed. This
+  // frees its max_connections slot; keepalive PINGs do not keep it busy.
+  std::chrono::milliseconds max_connection_idle = kDefaultMaxConnectionIdle;
+  // A connection is drained (GOAWAY) once this old, +-10 % of random jitter.
+  std::chrono::milliseconds max_connection_age{0};
+  // How long calls in flight on a connection drained for its age or
+  // idleness may still run before they are cancelled and it closes
+  // (kNoTimeLimit: until they end).
+  std::chrono::milliseconds max_connection_age_grace = kNoTimeLimit;
+  // A connection whose HTTP/2 preface and SETTINGS have not arrived within
+  // this is closed (a client that connects and stays silent).
+  std::chrono::milliseconds handshake_timeout{10'000};
 };
 
 namespace http2 {

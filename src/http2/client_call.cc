@@ -83,7 +83,7 @@ Status ClientCall::StatusAfterFinish() const {
 Task<Status> ClientCall::Write(std::string_view message) {
   if (finished_) co_return StatusAfterFinish();
   if (writes_done_) co_return FailedPreconditionError("Write() after WritesDone() on " + path_);
-  QueueMessage(message);
+  if (Status queued = QueueMessage(message); !queued.ok()) co_return queued;
   while (!finished_ && send_pending() > detail::kSendBufferHighWater) {
     const Status awaited = co_await write_cond_.Wait();
     if (!awaited.ok()) {

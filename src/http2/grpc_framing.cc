@@ -1,12 +1,15 @@
 #include "http2/grpc_framing.h"
 
 #include <algorithm>
-#include <cassert>
 
 namespace uxds::http2 {
 
-void AppendGrpcFrame(std::string& out, std::string_view message) {
-  assert(message.size() <= UINT32_MAX);
+Status AppendGrpcFrame(std::string& out, std::string_view message) {
+  if (message.size() > kMaxGrpcFrameMessageSize) {
+    return ResourceExhaustedError("message of " + std::to_string(message.size()) +
+                                  " bytes exceeds the gRPC frame limit of " +
+                                  std::to_string(kMaxGrpcFrameMessageSize) + " bytes");
+  }
   const auto length = static_cast<uint32_t>(message.size());
   const char header[kGrpcFrameHeaderSize] = {
       0,  // Compressed-Flag: identity
@@ -18,6 +21,7 @@ void AppendGrpcFrame(std::string& out, std::string_view message) {
   out.reserve(out.size() + sizeof(header) + message.size());
   out.append(header, sizeof(header));
   out.append(message);
+  return OkStatus();
 }
 
 Status GrpcDeframer::Feed(std::string_view data, std::deque<std::string>& out) {

@@ -20,8 +20,13 @@ inline constexpr size_t kGrpcFrameHeaderSize = 5;
 // gRPC's default limit on a received message (GRPC_DEFAULT_MAX_RECV_MESSAGE_LENGTH).
 inline constexpr size_t kDefaultMaxReceiveMessageSize = 4 << 20;
 
+// The largest message the 4-byte Message-Length can carry.
+inline constexpr size_t kMaxGrpcFrameMessageSize = UINT32_MAX;
+
 // Appends the 5-byte prefix and `message` to `out` (uncompressed).
-void AppendGrpcFrame(std::string& out, std::string_view message);
+// RESOURCE_EXHAUSTED, with `out` unchanged, for a message over
+// kMaxGrpcFrameMessageSize.
+Status AppendGrpcFrame(std::string& out, std::string_view message);
 
 // Splits a byte stream (DATA frame payloads, cut anywhere) into messages.
 //

@@ -36,15 +36,16 @@ void Http2Stream::UpdateBuffered() {
 
 void Http2Stream::OnSendEnd(uint32_t* data_flags) { *data_flags |= NGHTTP2_DATA_FLAG_EOF; }
 
-void Http2Stream::QueueMessage(std::string_view message) {
+Status Http2Stream::QueueMessage(std::string_view message) {
   const size_t before = send_buffer_.size();
-  AppendGrpcFrame(send_buffer_, message);
+  if (Status framed = AppendGrpcFrame(send_buffer_, message); !framed.ok()) return framed;
   queued_total_ += send_buffer_.size() - before;
   if (session_ != nullptr && !stream_closed_) {
     // Fails harmlessly when the DATA source is not deferred (already queued).
     nghttp2_session_resume_data(session_->nghttp2(), stream_id_);
     session_->WakeWriter();
   }
+  return OkStatus();
 }
 
 void Http2Stream::EndSending() {

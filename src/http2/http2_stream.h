@@ -65,8 +65,9 @@ class Http2Stream {
   virtual void OnFinalHeadersSent() {}
 
   // --- For subclasses.
-  // Frames `message` into the outgoing buffer and lets nghttp2 pull it.
-  void QueueMessage(std::string_view message);
+  // Frames `message` into the outgoing buffer and lets nghttp2 pull it;
+  // RESOURCE_EXHAUSTED (nothing queued) for a message too large to frame.
+  Status QueueMessage(std::string_view message);
   // No more messages: END_STREAM (or trailers) once the buffer drains.
   void EndSending();
   size_t send_pending() const { return send_buffer_.size() - send_offset_; }

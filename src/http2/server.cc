@@ -3,13 +3,6 @@
 #include "tls/tls_stream.h"
 
 namespace uxds::http2 {
-namespace {
-
-// Accept errors other than cancellation (EMFILE, ENFILE, ENOBUFS) are
-// retried after this pause instead of spinning.
-constexpr std::chrono::milliseconds kAcceptRetryDelay{10};
-
-}  // namespace
 
 StatusOr<std::unique_ptr<Server>> Server::Listen(Loop& loop, const SocketAddress& address,
                                                  std::shared_ptr<const ServiceRegistry> registry,
@@ -27,6 +20,7 @@ Server::Server(Loop& loop, std::unique_ptr<TcpListener> listener,
       registry_(std::move(registry)),
       options_(std::move(options)),
       connections_(loop),
+      accept_pause_(loop, "server on " + listener_->local_address().ToString()),
       serve_left_(loop),
       shutdown_(loop) {}
 
@@ -51,15 +45,19 @@ Task<void> Server::AcceptUntilShutdown() {
     if (shutdown_.started()) break;
     if (!socket.ok()) {
       if (socket.status().code() == StatusCode::kCancelled) break;
-      const Status awaited = co_await SleepFor(loop_, kAcceptRetryDelay);
+      // EMFILE, ENFILE: out of descriptors. Wait for a connection to end
+      // (or a short pause) rather than spin; the rest wait in the backlog.
+      const Status awaited = co_await accept_pause_.AfterAcceptError(socket.status());
       if (!awaited.ok()) break;
       continue;
     }
     if (accepted_ >= options_.max_connections) {
       (*socket)->Close();  // over the limit: closed without a byte
       ++refused_connections_;
+      accept_pause_.Refused(options_.max_connections);
       continue;
     }
+    accept_pause_.Accepted();
     ++accepted_;
     connections_.Spawn(ServeConnection(std::move(*socket)));
   }
@@ -75,8 +73,12 @@ Task<void> Server::ServeConnection(std::unique_ptr<TcpSocket> socket) {
   // Counted from accept to the end, whichever way it ends.
   struct Served {
     size_t& count;
-    ~Served() { --count; }
-  } served{accepted_};
+    AcceptPause& pause;
+    ~Served() {
+      --count;
+      pause.ConnectionEnded();
+    }
+  } served{accepted_, accept_pause_};
   std::unique_ptr<ByteStream> transport = std::move(socket);
   if (options_.tls) {
     StatusOr<std::unique_ptr<TlsStream>> tls =

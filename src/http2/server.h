@@ -20,6 +20,7 @@
 #include "http2/server_connection.h"
 #include "http2/server_options.h"
 #include "http2/service_registry.h"
+#include "runtime/accept_pause.h"
 #include "runtime/shutdown_once.h"
 #include "runtime/socket_address.h"
 #include "runtime/tcp_socket.h"
@@ -62,6 +63,8 @@ class Server {
   size_t connection_count() const { return live_.size(); }
   // Connections closed at accept because max_connections were being served.
   uint64_t refused_connections() const { return refused_connections_; }
+  // Accepts that failed (EMFILE, ENFILE...), each followed by a pause.
+  uint64_t accept_errors() const { return accept_pause_.accept_errors(); }
 
  private:
   Server(Loop& loop, std::unique_ptr<TcpListener> listener,
@@ -79,6 +82,7 @@ class Server {
   std::unordered_set<ServerConnection*> live_;
   size_t accepted_ = 0;  // connections being served, handshakes included
   uint64_t refused_connections_ = 0;
+  AcceptPause accept_pause_;
   std::optional<std::chrono::milliseconds> drain_grace_;  // set by the first Shutdown()
   enum class ServeState { kNotStarted, kAccepting, kLeft };
   ServeState serve_state_ = ServeState::kNotStarted;

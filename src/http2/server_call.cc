@@ -56,7 +56,7 @@ Task<Status> Http2ServerCall::Write(std::string_view message) {
   if (!headers_sent_) {
     if (Status sent = SendInitialMetadata(); !sent.ok()) co_return sent;
   }
-  QueueMessage(message);
+  if (Status queued = QueueMessage(message); !queued.ok()) co_return queued;
   while (!cancelled_ && !stream_closed_ && send_pending() > detail::kSendBufferHighWater) {
     const Status awaited = co_await write_cond_.Wait();
     if (!awaited.ok()) {

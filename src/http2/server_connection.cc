@@ -26,6 +26,7 @@ Task<void> ServerConnection::Serve() {
       session_->CloseNow(started);
     } else {
       session_->WatchForPreface();
+      session_->ManageConnection();
       if (pending_drain_) session_->Drain(*pending_drain_);
       const Status awaited = co_await session_->closed_event().Wait();
       if (!awaited.ok()) {

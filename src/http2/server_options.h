@@ -13,6 +13,17 @@
 
 namespace uxds::http2 {
 
+// A duration option at or above this is infinite (gRPC's "infinity"): a
+// drain grace of kNoTimeLimit lets calls in flight run to their end.
+inline constexpr std::chrono::milliseconds kNoTimeLimit = std::chrono::milliseconds::max();
+// A9 has max_connection_idle infinite by default; ours reclaims the slot
+// (max_connections) of a connection that has had no call for 5 minutes:
+// otherwise clients that connect and stay silent after SETTINGS hold every
+// slot for good and new clients are refused. A gRPC client goes away
+// gracefully on the GOAWAY and reconnects when it next has a call, so an
+// idle client pays one reconnection per 5 minutes at most.
+inline constexpr std::chrono::milliseconds kDefaultMaxConnectionIdle{300'000};
+
 struct ServerOptions {
   // Server: TLS on every accepted connection when set. (ServerConnection
   // takes an already secured transport and ignores this.)
@@ -36,6 +47,18 @@ struct ServerOptions {
   // Server: connections served at once; one accepted beyond it is closed
   // at once, without a byte.
   size_t max_connections = 1024;
+  // gRFC A9 (server-side connection management), 0 meaning never:
+  //  - max_connection_idle: a connection with no call open for this long
+  //    (counted from its start or its last call's end) is drained: GOAWAY,
+  //    then closed. Keepalive PINGs do not make a connection busy.
+  //  - max_connection_age: a connection is drained after this long, +-10 %
+  //    of random jitter (A9: "to spread out connection storms").
+  //  - max_connection_age_grace: how long calls in flight on a connection
+  //    drained for its age or idleness may still run before they are
+  //    cancelled and it closes (kNoTimeLimit: until they end, as in gRPC).
+  std::chrono::milliseconds max_connection_idle = kDefaultMaxConnectionIdle;
+  std::chrono::milliseconds max_connection_age{0};
+  std::chrono::milliseconds max_connection_age_grace = kNoTimeLimit;
   // Flow-control window per stream (request bytes a client may send ahead
   // of the handler's reads).
   uint32_t initial_stream_window_size = detail::kDefaultStreamWindowSize;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <coroutine>
+#include <random>
 #include <vector>
 
 #include "http2/grpc_protocol.h"
@@ -42,6 +43,26 @@ class RunUnder {
   CancelState* cancel_;
 };
 
+// now + `duration`, saturated: kNoTimeLimit (or any duration past the
+// clock's range) never comes.
+Loop::Clock::time_point DeadlineAfter(std::chrono::milliseconds duration) {
+  const Loop::Clock::time_point now = Loop::Clock::now();
+  const auto room =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Loop::Clock::time_point::max() - now);
+  if (duration >= room) return Loop::Clock::time_point::max();
+  return now + duration;
+}
+
+// A9: "A random jitter of +/-10% will be added to MaxConnectionAge to
+// spread out connection storms."
+std::chrono::milliseconds Jittered(std::chrono::milliseconds age) {
+  thread_local std::minstd_rand rng{std::random_device{}()};
+  std::uniform_real_distribution<double> factor(0.9, 1.1);
+  const double jittered = static_cast<double>(age.count()) * factor(rng);
+  if (jittered >= static_cast<double>(kNoTimeLimit.count())) return kNoTimeLimit;
+  return std::chrono::milliseconds(static_cast<int64_t>(jittered));
+}
+
 }  // namespace
 
 ServerSession::ServerSession(Loop& loop, std::unique_ptr<ByteStream> transport,
@@ -51,7 +72,8 @@ ServerSession::ServerSession(Loop& loop, std::unique_ptr<ByteStream> transport,
       registry_(std::move(registry)),
       server_options_(options),
       handlers_(loop),
-      calls_changed_(loop) {}
+      calls_changed_(loop),
+      idle_since_(Loop::Clock::now()) {}
 
 ServerSession::~ServerSession() { calls_.clear(); }
 
@@ -122,6 +144,7 @@ Task<void> ServerSession::RunHandler(Http2ServerCall* call, const Handler* handl
 void ServerSession::MaybeRelease(Http2ServerCall* call) {
   if (!call->handler_done_ || !call->stream_closed_) return;
   calls_.erase(call);
+  if (calls_.empty()) idle_since_ = Loop::Clock::now();
   calls_changed_.NotifyAll();
 }
 
@@ -145,9 +168,60 @@ Task<void> ServerSession::PrefaceWatchdog() {
   }
 }
 
+void ServerSession::ManageConnection() {
+  const bool idle_limit = server_options_.max_connection_idle.count() > 0;
+  const bool age_limit = server_options_.max_connection_age.count() > 0 &&
+                         server_options_.max_connection_age < kNoTimeLimit;
+  if (idle_limit || age_limit) SpawnTask(ConnectionManager());
+}
+
+Task<void> ServerSession::ConnectionManager() {
+  using Clock = Loop::Clock;
+  const std::chrono::milliseconds idle = server_options_.max_connection_idle;
+  const std::chrono::milliseconds age = server_options_.max_connection_age;
+  const Clock::time_point aged =
+      age.count() > 0 ? DeadlineAfter(Jittered(age)) : Clock::time_point::max();
+  Timer timer(loop());
+  // Wakes on every change of calls_ (a call ending restarts the idle
+  // clock) and on the timer; a call starting needs no wake-up: the timer
+  // finds calls_ non-empty and waits for the next change.
+  while (!closing() && !draining_) {
+    const Clock::time_point now = Clock::now();
+    Clock::time_point idle_at = Clock::time_point::max();
+    if (idle.count() > 0 && calls_.empty()) {
+      idle_at = idle_since_ + std::min(idle, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                 Clock::time_point::max() - idle_since_));
+    }
+    if (now >= aged) {
+      StartDrain(server_options_.max_connection_age_grace,
+                 UnavailableError("connection reached max_connection_age (" +
+                                  std::to_string(age.count()) + " ms)"));
+      co_return;
+    }
+    if (now >= idle_at) {
+      StartDrain(server_options_.max_connection_age_grace,
+                 UnavailableError("connection idle for max_connection_idle (" +
+                                  std::to_string(idle.count()) + " ms)"));
+      co_return;
+    }
+    const Clock::time_point next = std::min(aged, idle_at);
+    if (next == Clock::time_point::max()) {
+      timer.Cancel();
+    } else {
+      timer.Start(next - now, [this] { calls_changed_.NotifyAll(); });
+    }
+    const Status awaited = co_await calls_changed_.Wait();
+    if (!awaited.ok()) co_return;
+  }
+}
+
 void ServerSession::Drain(std::chrono::milliseconds grace) {
+  StartDrain(grace, UnavailableError("server drained the connection"));
+}
+
+void ServerSession::StartDrain(std::chrono::milliseconds grace, Status reason) {
   if (closing()) return;
-  const Loop::Clock::time_point deadline = Loop::Clock::now() + grace;
+  const Loop::Clock::time_point deadline = DeadlineAfter(grace);
   if (draining_) {
     // A server shutting down with a shorter grace than the drain already
     // under way (a Listener update's drain grace time, A36) bounds it too,
@@ -160,18 +234,19 @@ void ServerSession::Drain(std::chrono::milliseconds grace) {
   }
   draining_ = true;
   drain_deadline_ = deadline;
-  SpawnTask(DrainTask(grace));
+  SpawnTask(DrainTask(grace, std::move(reason)));
 }
 
-Task<void> ServerSession::DrainTask(std::chrono::milliseconds grace) {
-  set_end_reason(UnavailableError("server drained the connection"));
+Task<void> ServerSession::DrainTask(std::chrono::milliseconds grace, Status reason) {
+  set_end_reason(reason);
   // Two-phase GOAWAY, as gRPC servers do: a GOAWAY with the maximum stream id
   // tells the client to start no more calls; one PING round trip later every
   // call the client sent before seeing it has arrived, and the final GOAWAY
   // names the last stream we accept.
   nghttp2_submit_shutdown_notice(nghttp2());
   WakeWriter();
-  const Status pinged = co_await Ping(std::min<std::chrono::nanoseconds>(grace, kDrainPingTimeout));
+  // (min in milliseconds: kNoTimeLimit does not fit in nanoseconds)
+  const Status pinged = co_await Ping(std::min(grace, kDrainPingTimeout));
   if (pinged.code() == StatusCode::kCancelled || closing()) co_return;
   nghttp2_submit_goaway(nghttp2(), NGHTTP2_FLAG_NONE,
                         nghttp2_session_get_last_proc_stream_id(nghttp2()), NGHTTP2_NO_ERROR,
@@ -184,7 +259,8 @@ Task<void> ServerSession::DrainTask(std::chrono::milliseconds grace) {
   Timer timer(loop());
   Loop::Clock::time_point armed_for{};
   while (!calls_.empty() && !expired && !closing()) {
-    if (!timer.pending() || armed_for != drain_deadline_) {
+    if ((!timer.pending() || armed_for != drain_deadline_) &&
+        drain_deadline_ != Loop::Clock::time_point::max()) {
       armed_for = drain_deadline_;
       timer.Start(std::max(armed_for - Loop::Clock::now(), Loop::Clock::duration::zero()),
                   [this, &expired] {
@@ -197,7 +273,6 @@ Task<void> ServerSession::DrainTask(std::chrono::milliseconds grace) {
   }
   timer.Cancel();
   if (closing()) co_return;
-  Status reason = UnavailableError("server drained the connection");
   if (!calls_.empty()) reason = UnavailableError("server drain grace period expired");
   BeginClose(std::move(reason), NGHTTP2_NO_ERROR);
 }

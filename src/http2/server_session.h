@@ -28,6 +28,9 @@ class ServerSession final : public Http2Session {
   // Closes the connection unless the client's preface and SETTINGS arrive
   // within the handshake timeout (a client that connects and stays silent).
   void WatchForPreface();
+  // A9: drains the connection once it has been idle for
+  // max_connection_idle, or once it is max_connection_age old (jittered).
+  void ManageConnection();
   bool draining() const { return draining_; }
   // Calls whose handler runs or whose stream is still open.
   size_t active_calls() const { return calls_.size(); }
@@ -44,8 +47,10 @@ class ServerSession final : public Http2Session {
 
  private:
   Task<void> RunHandler(Http2ServerCall* call, const Handler* handler);
-  Task<void> DrainTask(std::chrono::milliseconds grace);
+  void StartDrain(std::chrono::milliseconds grace, Status reason);
+  Task<void> DrainTask(std::chrono::milliseconds grace, Status reason);
   Task<void> PrefaceWatchdog();
+  Task<void> ConnectionManager();
 
   const std::shared_ptr<const ServiceRegistry> registry_;
   const ServerOptions server_options_;
@@ -56,6 +61,9 @@ class ServerSession final : public Http2Session {
   // When calls still running are cancelled; moved earlier by a shorter
   // Drain() (calls_changed_ then wakes the drain to re-arm its timer).
   Loop::Clock::time_point drain_deadline_{};
+  // Since when no call has been open (A9's idleness); meaningful while
+  // calls_ is empty.
+  Loop::Clock::time_point idle_since_;
 };
 
 }  // namespace uxds::http2::detail

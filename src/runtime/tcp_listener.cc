@@ -14,6 +14,12 @@ namespace uxds {
 
 // The epoll backend yields after the same number (EpollPoller's budget).
 constexpr int kAcceptsPerTurn = 32;
+// Accepted connections a multishot accept may queue before nobody takes
+// them: at this many it is cancelled, and re-armed once Accept() has taken
+// them all. Without it a flood would move the whole listen backlog, again
+// and again, into descriptors of this process (and to EMFILE) while the
+// server is busy; with it the rest wait in the kernel's backlog.
+constexpr size_t kMaxQueuedAccepts = 64;
 
 // The accept request: multishot where the kernel has it, so one submission
 // keeps delivering connections; accepted sockets queue until Accept() takes
@@ -47,6 +53,7 @@ class TcpListener::AcceptOp final : public detail::IoOp {
 
   void Arm() {
     if (in_flight() || closed) return;
+    pausing = false;
     io_uring_sqe* sqe = loop_.PrepareSqe(this);
     if (multishot_) {
       io_uring_prep_multishot_accept(sqe, listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
@@ -62,6 +69,12 @@ class TcpListener::AcceptOp final : public detail::IoOp {
       ReleaseListenFdIfIdle();
     } else if (result >= 0) {
       ready_fds.push_back(result);
+      if (ready_fds.size() >= kMaxQueuedAccepts && in_flight() && !pausing) {
+        // CQEs already on their way still arrive (a few more), then the
+        // last one, ECANCELED.
+        pausing = true;
+        loop_.CancelOp(this);
+      }
     } else if (result == -EINVAL && multishot_ && ready_fds.empty()) {
       // Multishot accept not supported after all: fall back to single-shot.
       multishot_ = false;
@@ -79,6 +92,7 @@ class TcpListener::AcceptOp final : public detail::IoOp {
   Status error;
   std::coroutine_handle<> waiter;
   bool closed = false;
+  bool pausing = false;  // cancelled for a full queue (kMaxQueuedAccepts)
 
  private:
   void ReleaseListenFdIfIdle() {
@@ -228,6 +242,10 @@ Task<StatusOr<std::unique_ptr<TcpSocket>>> TcpListener::AcceptUring() {
     co_await wait;
     if (wait.cancelled) co_return CancelledError("accept cancelled");
   }
+}
+
+size_t TcpListener::queued_connections() const {
+  return accept_op_ != nullptr ? accept_op_->ready_fds.size() : 0;
 }
 
 void TcpListener::AcceptOpRef::set_waiter(std::coroutine_handle<> h) { op->waiter = h; }

@@ -84,6 +84,10 @@ class TcpListener {
 
   const SocketAddress& local_address() const { return local_; }
   uint16_t port() const { return local_.port(); }
+  // Connections accepted by the kernel request and not yet taken by
+  // Accept() (io_uring; epoll accepts only in Accept()). Bounded: see
+  // kMaxQueuedAccepts in the .cc.
+  size_t queued_connections() const;
 
   class AcceptOp;
   // Lets the accept wait (in the .cc) reach the op without exposing it.

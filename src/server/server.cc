@@ -8,6 +8,8 @@ namespace uxds {
 
 // The public default is the transport's.
 static_assert(ServerOptions{}.max_receive_message_size == http2::kDefaultMaxReceiveMessageSize);
+static_assert(kDefaultMaxConnectionIdle == http2::kDefaultMaxConnectionIdle);
+static_assert(kNoTimeLimit == http2::kNoTimeLimit);
 
 StatusOr<std::unique_ptr<Server>> Server::Listen(Loop& loop, std::string_view address,
                                                  std::shared_ptr<const ServiceRegistry> registry,
@@ -20,6 +22,10 @@ StatusOr<std::unique_ptr<Server>> Server::Listen(Loop& loop, std::string_view ad
   http2_options.max_concurrent_streams = options.max_concurrent_streams;
   http2_options.max_receive_message_size = options.max_receive_message_size;
   http2_options.keepalive_time = options.keepalive_time;
+  http2_options.max_connection_idle = options.max_connection_idle;
+  http2_options.max_connection_age = options.max_connection_age;
+  http2_options.max_connection_age_grace = options.max_connection_age_grace;
+  http2_options.handshake_timeout = options.handshake_timeout;
   StatusOr<std::unique_ptr<http2::Server>> server =
       http2::Server::Listen(loop, *parsed, std::move(registry), std::move(http2_options));
   if (!server.ok()) return server.status();

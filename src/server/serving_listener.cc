@@ -6,9 +6,6 @@ namespace uxds::server {
 
 namespace {
 
-// Accept errors other than cancellation (EMFILE, ENFILE, ENOBUFS) are
-// retried after this pause instead of spinning.
-constexpr std::chrono::milliseconds kAcceptRetryDelay{10};
 // After the grace time, what a drained connection may still take to flush
 // and close before Shutdown() cancels it.
 constexpr std::chrono::milliseconds kShutdownBackstop{2'000};
@@ -22,6 +19,7 @@ ServingListener::ServingListener(Loop& loop, SocketAddress address, ServingListe
       options_(std::move(options)),
       on_bind_status_(std::move(on_bind_status)),
       accept_task_(loop),
+      accept_pause_(loop, "xDS-enabled server on " + address_.ToString()),
       connections_(loop),
       shutdown_(loop) {}
 
@@ -79,11 +77,17 @@ Task<void> ServingListener::BindAndAccept() {
     StatusOr<std::unique_ptr<TcpSocket>> socket = co_await listener_->Accept();
     if (!socket.ok()) {
       if (socket.status().code() == StatusCode::kCancelled) co_return;
-      const Status slept = co_await SleepFor(loop_, kAcceptRetryDelay);
-      if (!slept.ok()) co_return;
+      // EMFILE, ENFILE: out of descriptors. Wait for a connection to end
+      // (or a short pause) rather than spin; the rest wait in the backlog.
+      const Status paused = co_await accept_pause_.AfterAcceptError(socket.status());
+      if (!paused.ok()) co_return;
       continue;
     }
     std::shared_ptr<const http2::ServiceRegistry> registry;
+    const bool at_limit = serving_ >= options_.connection_options.max_connections;
+    if (config_ != nullptr && at_limit) {
+      accept_pause_.Refused(options_.connection_options.max_connections);
+    }
     // Connections draining after a Listener update do not count: A36 "Draining
     // must not cause the server to spuriously fail RPCs or connections", and
     // each ends within the drain grace time.
@@ -99,6 +103,7 @@ Task<void> ServingListener::BindAndAccept() {
       (*socket)->Close();
       continue;
     }
+    accept_pause_.Accepted();
     ++serving_;
     connections_.Spawn(ServeConnection(*std::move(socket), std::move(registry), generation_));
   }
@@ -113,6 +118,7 @@ Task<void> ServingListener::ServeConnection(std::unique_ptr<TcpSocket> socket,
     // Counted only while its generation is the current one.
     ~Served() {
       if (generation == listener.generation_) --listener.serving_;
+      listener.accept_pause_.ConnectionEnded();
     }
   } served{*this, generation};
   std::unique_ptr<http2::ServerConnection> connection = http2::ServerConnection::Create(

@@ -25,6 +25,7 @@
 
 #include "http2/server_connection.h"
 #include "http2/server_options.h"
+#include "runtime/accept_pause.h"
 #include "runtime/shutdown_once.h"
 #include "runtime/socket_address.h"
 #include "runtime/tcp_socket.h"
@@ -86,6 +87,8 @@ class ServingListener {
   bool started_ = false;
   std::optional<std::chrono::milliseconds> shutdown_grace_;  // set by the first Shutdown()
   TaskGroup accept_task_;
+  // Declared before connections_: their ends wake it.
+  AcceptPause accept_pause_;
   TaskGroup connections_;
   // Connections accepted under generation_ and not yet ended: what
   // max_connections bounds. Connections of older generations are draining

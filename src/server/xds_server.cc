@@ -94,6 +94,11 @@ StatusOr<std::unique_ptr<XdsServer>> XdsServer::Create(
   listener_options.drain_grace_time = impl->options.drain_grace_time;
   listener_options.bind_retry_interval = impl->options.bind_retry_interval;
   listener_options.connection_options.max_connections = impl->options.max_connections;
+  listener_options.connection_options.max_connection_idle = impl->options.max_connection_idle;
+  listener_options.connection_options.max_connection_age = impl->options.max_connection_age;
+  listener_options.connection_options.max_connection_age_grace =
+      impl->options.max_connection_age_grace;
+  listener_options.connection_options.handshake_timeout = impl->options.handshake_timeout;
   // Bind results travel back to the control thread, where the reporter lives.
   Loop* control = &impl->control_loop;
   std::shared_ptr<server::ServingStatusReporter> reporter = impl->reporter;

@@ -1,6 +1,7 @@
 // Our gRPC client against our gRPC server over loopback: calls, metadata,
 // status and the request checks a gRPC server makes.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
 #include <string>
 #include <vector>
@@ -31,6 +32,34 @@ TEST_F(Http2Test, UnaryCallEchoes) {
     EXPECT_TRUE((*conn)->closed());
     EXPECT_EQ((*conn)->close_status().code(), StatusCode::kUnavailable);
   });
+}
+
+// A handler writing a message the gRPC frame cannot carry (over 4 GiB)
+// gets RESOURCE_EXHAUSTED from Write(), and the call ends with it. The
+// message is a reserved, never touched mapping.
+TEST_F(Http2Test, WriteOfAMessageOverFourGibibytesFailsTheCall) {
+  const size_t size = kMaxGrpcFrameMessageSize + 1;
+  void* mapped = mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  ASSERT_NE(mapped, MAP_FAILED);
+  Status write_status;
+  registry_->Register("/test.Huge/Write", [&](ServerCall& call) -> Task<Status> {
+    write_status = co_await call.Write(std::string_view(static_cast<char*>(mapped), size));
+    co_return write_status;
+  });
+  RunWithServer([&]() -> Task<void> {
+    auto conn = co_await Connect();
+    CO_ASSERT_OK(conn);
+    StatusOr<std::string> reply = co_await UnaryCall(**conn, "/test.Huge/Write", "");
+    EXPECT_EQ(reply.status().code(), StatusCode::kResourceExhausted) << reply.status().ToString();
+    EXPECT_NE(reply.status().message().find("gRPC frame limit"), std::string::npos)
+        << reply.status().ToString();
+    // The connection is still good.
+    StatusOr<std::string> echoed = co_await UnaryCall(**conn, "/test.Echo/Unary", "after");
+    CO_ASSERT_OK(echoed);
+    co_await (*conn)->Close();
+  });
+  EXPECT_EQ(write_status.code(), StatusCode::kResourceExhausted);
+  munmap(mapped, size);
 }
 
 TEST_F(Http2Test, BidiStreamingPingPong) {

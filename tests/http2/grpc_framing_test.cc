@@ -1,6 +1,7 @@
 #include "http2/grpc_framing.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
 #include <deque>
 #include <string>
@@ -10,7 +11,7 @@ namespace {
 
 std::string Frame(std::string_view message) {
   std::string out;
-  AppendGrpcFrame(out, message);
+  EXPECT_TRUE(AppendGrpcFrame(out, message).ok());
   return out;
 }
 
@@ -22,6 +23,20 @@ TEST(GrpcFramingTest, PrefixIsFlagAndBigEndianLength) {
   EXPECT_EQ(framed[2], 0x01);
   EXPECT_EQ(framed[3], 0x02);
   EXPECT_EQ(framed[4], 0x03);
+}
+
+// A message the 4-byte length cannot carry is an error, not an assert. The
+// bytes are a reserved, never touched mapping: nothing is read or copied.
+TEST(GrpcFramingTest, MessageOverFourGibibytesIsRefused) {
+  const size_t size = kMaxGrpcFrameMessageSize + 1;
+  void* mapped = mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  ASSERT_NE(mapped, MAP_FAILED);
+  std::string out = "kept";
+  const Status framed = AppendGrpcFrame(out, std::string_view(static_cast<char*>(mapped), size));
+  EXPECT_EQ(framed.code(), StatusCode::kResourceExhausted) << framed.ToString();
+  EXPECT_NE(framed.message().find("4294967295"), std::string::npos) << framed.ToString();
+  EXPECT_EQ(out, "kept");
+  munmap(mapped, size);
 }
 
 TEST(GrpcFramingTest, EmptyMessageRoundTrips) {

@@ -38,7 +38,7 @@ class NghttpTest : public Http2Test {
 
   std::string FramedFile(std::string_view message, bool compressed_flag = false) {
     std::string framed;
-    AppendGrpcFrame(framed, message);
+    EXPECT_TRUE(AppendGrpcFrame(framed, message).ok());
     if (compressed_flag) framed[0] = 1;
     const std::string path = dir_.File("body" + std::to_string(files_++));
     uxds::testing::WriteFile(path, framed);

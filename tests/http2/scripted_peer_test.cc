@@ -133,7 +133,7 @@ class ScriptedServer {
 
 std::string Framed(std::string_view message) {
   std::string out;
-  AppendGrpcFrame(out, message);
+  EXPECT_TRUE(AppendGrpcFrame(out, message).ok());
   return out;
 }
 

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <liburing.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
@@ -288,6 +289,49 @@ TEST(TcpTest, ShutdownWithWorkInFlightLeaksNoDescriptor) {
     timer.Cancel();
   }
   EXPECT_EQ(OpenDescriptors(), before);
+}
+
+// A multishot accept that nobody takes from stops at a bounded queue (the
+// rest wait in the kernel's backlog) and starts again once Accept() has
+// taken what it queued. Clients connect in batches of 10, each followed by
+// a loop turn, so the queue can exceed its cap by one batch at most.
+TEST(TcpTest, AcceptedConnectionsNotTakenAreBounded) {
+  auto loop = MakeLoop();
+  auto main_task = [](Loop& l) -> Task<void> {
+    auto listener = TcpListener::Bind(l, SocketAddress::Loopback4(0));
+    EXPECT_TRUE(listener.ok()) << listener.status().ToString();
+    if (!listener.ok()) co_return;
+    const SocketAddress address = (*listener)->local_address();
+    std::vector<int> clients;
+    auto connect_one = [&] {
+      const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      EXPECT_GE(fd, 0);
+      EXPECT_EQ(::connect(fd, address.sockaddr_ptr(), address.size()), 0);
+      clients.push_back(fd);
+    };
+    connect_one();
+    auto first = co_await (*listener)->Accept();  // arms the accept
+    EXPECT_TRUE(first.ok()) << first.status().ToString();
+    constexpr int kBatches = 20;
+    for (int batch = 0; batch < kBatches; ++batch) {
+      for (int i = 0; i < 10; ++i) connect_one();
+      EXPECT_TRUE((co_await SleepFor(l, 20ms)).ok());
+      EXPECT_LE((*listener)->queued_connections(), 64u + 10u);
+    }
+    // Every connection is still there to be accepted.
+    std::vector<std::unique_ptr<TcpSocket>> accepted;
+    while (accepted.size() < static_cast<size_t>(kBatches * 10)) {
+      auto socket = co_await (*listener)->Accept();
+      EXPECT_TRUE(socket.ok()) << socket.status().ToString();
+      if (!socket.ok()) break;
+      accepted.push_back(*std::move(socket));
+    }
+    EXPECT_EQ(accepted.size(), static_cast<size_t>(kBatches * 10));
+    for (auto& socket : accepted) socket->Close();
+    (*first)->Close();
+    for (int fd : clients) ::close(fd);
+  };
+  loop->BlockOn(main_task(*loop));
 }
 
 }  // namespace

@@ -227,6 +227,40 @@ TEST_F(XdsServerTest, DrainingConnectionsDoNotCountAgainstMaxConnections) {
   client_loop_->BlockOn(run(this, name));
 }
 
+// XdsServerOptions::max_connection_idle (gRFC A9) reaches every connection:
+// an idle one is drained (GOAWAY, then closed) and frees its
+// max_connections slot for the next client.
+TEST_F(XdsServerTest, IdleConnectionsAreDrainedAndFreeTheirSlot) {
+  const std::string name = ListenerNameFor("127.0.0.1:" + std::to_string(port_));
+  XdsServerOptions options;
+  options.max_connections = 1;
+  options.max_connection_idle = milliseconds(200);
+  StartServer("127.0.0.1:" + std::to_string(port_), options);
+  SetListener(Version(name, port_, 1), "1");
+  ASSERT_TRUE(WaitForServing().has_value());
+  auto run = [](XdsServerTest* test) -> Task<void> {
+    Loop& loop = *test->client_loop_;
+    auto address = *SocketAddress::FromIpAndPort("127.0.0.1", test->port_);
+    http2::ClientConnectionOptions connect_options;
+    connect_options.connect_timeout = milliseconds(3000);
+    for (int i = 0; i < 2; ++i) {
+      auto connection = co_await http2::ClientConnection::Connect(loop, address, connect_options);
+      EXPECT_TRUE(connection.ok()) << i << ": " << connection.status().ToString();
+      if (!connection.ok()) co_return;
+      auto reply = co_await http2::UnaryCall(**connection, "/a.S/M", "");
+      EXPECT_TRUE(reply.ok()) << reply.status().ToString();
+      // Idle now: the server drains and closes it (bounded generously).
+      for (int waited = 0; waited < 2000 && !(*connection)->closed(); ++waited) {
+        const Status slept = co_await SleepFor(loop, milliseconds(10));
+        (void)slept;
+      }
+      EXPECT_TRUE((*connection)->closed()) << "connection " << i << " not closed as idle";
+      co_await (*connection)->Close();
+    }
+  };
+  client_loop_->BlockOn(run(this));
+}
+
 TEST_F(XdsServerTest, DrainsDuringLoadFromGrpcioFailNoRpc) {
   const std::string name = ListenerNameFor("127.0.0.1:" + std::to_string(port_));
   XdsServerOptions options;

@@ -35,9 +35,9 @@ TEST(ServeTest, ServesTestServiceHealthAndCsdsOnceConfigured) {
   const uint16_t port = FreePort();
   const std::string address = "127.0.0.1:" + std::to_string(port);
   const std::string name = "grpc/server?xds.resource.listening_address=" + address;
-  Subprocess serve =
-      Subprocess::Start({UXDS_TOOL_PATH, "serve", "--bootstrap", dir.File("bootstrap.json"),
-                         "--listen", address, "--hostname", "serve-test-host"});
+  Subprocess serve = Subprocess::Start(
+      {UXDS_TOOL_PATH, "serve", "--bootstrap", dir.File("bootstrap.json"), "--listen", address,
+       "--hostname", "serve-test-host", "--max-connection-idle-ms", "1000"});
   ASSERT_TRUE(cp->SetResources(kLdsType, {{name, ServingListener(name, port)}}, "1"));
   std::optional<json> serving = NextJson(serve);
   ASSERT_TRUE(serving.has_value());
@@ -68,6 +68,25 @@ TEST(ServeTest, ServesTestServiceHealthAndCsdsOnceConfigured) {
   StatusOr<std::string> health = (*loop)->BlockOn(check(**loop, port));
   ASSERT_TRUE(health.ok()) << health.status().ToString();
   EXPECT_EQ(*health, std::string("\x08\x01", 2));  // status: SERVING
+
+  // --max-connection-idle-ms: a connection left idle is drained and closed.
+  auto idle = [](Loop& loop, uint16_t port) -> Task<Status> {
+    auto connection = co_await http2::ClientConnection::Connect(
+        loop, *SocketAddress::FromIpAndPort("127.0.0.1", port), http2::ClientConnectionOptions{});
+    if (!connection.ok()) co_return connection.status();
+    StatusOr<std::string> health =
+        co_await http2::UnaryCall(**connection, "/grpc.health.v1.Health/Check", "");
+    Status result = health.status();
+    for (int waited = 0; result.ok() && waited < 3000 && !(*connection)->closed(); ++waited) {
+      const Status slept = co_await SleepFor(loop, std::chrono::milliseconds(10));
+      (void)slept;
+    }
+    if (result.ok() && !(*connection)->closed()) result = DeadlineExceededError("not closed");
+    co_await (*connection)->Close();
+    co_return result;
+  };
+  const Status closed_as_idle = (*loop)->BlockOn(idle(**loop, port));
+  EXPECT_TRUE(closed_as_idle.ok()) << closed_as_idle.ToString();
 
   // CSDS from grpcio: the #server client with the Listener ACKed.
   Subprocess csds = Subprocess::Start(

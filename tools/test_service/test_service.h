@@ -3,6 +3,7 @@
 // that the standard gRPC interop clients can talk to a uxds server.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include "uxds/service_registry.h"
@@ -15,6 +16,12 @@ inline constexpr const char* kStreamingOutputCall = "/grpc.testing.TestService/S
 inline constexpr const char* kStreamingInputCall = "/grpc.testing.TestService/StreamingInputCall";
 inline constexpr const char* kFullDuplexCall = "/grpc.testing.TestService/FullDuplexCall";
 inline constexpr const char* kHalfDuplexCall = "/grpc.testing.TestService/HalfDuplexCall";
+
+// The largest response payload a call may ask for (response_size,
+// response_parameters.size): 4 MiB, gRPC's default receive limit. A larger
+// one fails the call with RESOURCE_EXHAUSTED naming the limit, a negative
+// one with INVALID_ARGUMENT, before anything is allocated.
+inline constexpr size_t kMaxResponseSize = 4 * 1024 * 1024;
 
 // Registers EmptyCall, UnaryCall, StreamingOutputCall, StreamingInputCall
 // (answers aggregated_payload_size), FullDuplexCall and HalfDuplexCall

@@ -91,6 +91,11 @@ int RunServe(const std::vector<std::string>& args) {
   std::string listen;
   std::string hostname;
   int64_t drain_grace_ms = 1000;
+  // gRFC A9 connection management; 0 means never (no limit for the grace).
+  int64_t max_connection_idle_ms = kDefaultMaxConnectionIdle.count();
+  int64_t max_connection_age_ms = 0;
+  int64_t max_connection_age_grace_ms = 0;
+  int64_t max_connections = static_cast<int64_t>(XdsServerOptions{}.max_connections);
   CLI::App app{
       "An xDS-enabled server (A36): grpc.testing.TestService, grpc.health.v1.Health and\n"
       "CSDS; one JSON line per serving-status change on stdout. Runs until SIGINT or\n"
@@ -108,6 +113,24 @@ int RunServe(const std::vector<std::string>& args) {
   app.add_option("--drain-grace-ms", drain_grace_ms,
                  "how long calls may still run while the server drains on exit")
       ->check(CLI::Range(int64_t{0}, int64_t{3'600'000}))
+      ->capture_default_str();
+  constexpr int64_t kWeekMs = int64_t{7} * 24 * 3'600'000;
+  app.add_option("--max-connection-idle-ms", max_connection_idle_ms,
+                 "drain a connection with no call open for this long (0: never)")
+      ->check(CLI::Range(int64_t{0}, kWeekMs))
+      ->capture_default_str();
+  app.add_option("--max-connection-age-ms", max_connection_age_ms,
+                 "drain every connection this old, +-10% jitter (0: never)")
+      ->check(CLI::Range(int64_t{0}, kWeekMs))
+      ->capture_default_str();
+  app.add_option("--max-connection-age-grace-ms", max_connection_age_grace_ms,
+                 "how long calls may still run on a connection drained for its age or\n"
+                 "idleness (0: until they end)")
+      ->check(CLI::Range(int64_t{0}, kWeekMs))
+      ->capture_default_str();
+  app.add_option("--max-connections", max_connections,
+                 "connections served at once; more are closed at accept")
+      ->check(CLI::Range(int64_t{1}, int64_t{1'000'000}))
       ->capture_default_str();
   if (auto exit_code = ParseCommandLine(app, args)) return *exit_code;
   if (hostname.empty()) hostname = LocalHostname();
@@ -145,6 +168,12 @@ int RunServe(const std::vector<std::string>& args) {
     pool->RegisterCsdsService(*registry);
     XdsServerOptions options;
     options.xds_client_pool = pool;
+    options.max_connection_idle = std::chrono::milliseconds(max_connection_idle_ms);
+    options.max_connection_age = std::chrono::milliseconds(max_connection_age_ms);
+    options.max_connection_age_grace = max_connection_age_grace_ms == 0
+                                           ? kNoTimeLimit
+                                           : std::chrono::milliseconds(max_connection_age_grace_ms);
+    options.max_connections = static_cast<size_t>(max_connections);
     options.serving_status = [](std::string_view address, const Status& status) {
       std::printf("%s\n", StatusLine(address, status).c_str());
       std::fflush(stdout);
