@@ -17,12 +17,16 @@
 // checker has judged every request. A failed check prints the step and the
 // check and traps. Each input gets a fresh XdsClient, shut down and freed
 // at the end; the loop and the server serve every input.
+#include <dirent.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "uxds/bootstrap.h"
 #include "uxds/loop.h"
@@ -36,10 +40,13 @@ namespace {
 
 using std::chrono::milliseconds;
 
-constexpr milliseconds kResourceTimer{20};
-// Generous bounds on the client taking in one step (it needs a few ms).
-constexpr int kSettlePolls = 3000;  // of 1 ms
-constexpr int kTeardownPolls = 3000;
+constexpr milliseconds kResourceTimer{10};
+// A generous bound on the client taking in one step (it needs well under a
+// millisecond; a reconnection after a failed stream up to the 20 ms backoff).
+constexpr milliseconds kSettleBound{3000};
+constexpr int kStableTurns = 4;
+constexpr std::chrono::microseconds kPoll{200};
+constexpr int kTeardownPolls = 15000;  // 3 s
 
 StatusOr<Bootstrap> MakeBootstrap(uint16_t port, const Features& features) {
   std::string server_features;
@@ -51,6 +58,24 @@ StatusOr<Bootstrap> MakeBootstrap(uint16_t port, const Features& features) {
   return Bootstrap::FromJson(R"({"xds_servers":[{"server_uri":"127.0.0.1:)" + std::to_string(port) +
                              R"(","channel_creds":[{"type":"insecure"}],"server_features":[)" +
                              server_features + R"(]}],"node":{"id":"xds-client-fuzzer"}})");
+}
+
+// Open sockets of the process (the sanitizers' symbolizer and libFuzzer
+// open pipes and files of their own).
+int OpenSockets(std::string* list = nullptr) {
+  int count = 0;
+  if (DIR* dir = opendir("/proc/self/fd")) {
+    while (dirent* fd = readdir(dir)) {
+      char target[256] = {};
+      const std::string path = std::string("/proc/self/fd/") + fd->d_name;
+      const ssize_t n = readlink(path.c_str(), target, sizeof(target) - 1);
+      if (n <= 0 || std::string_view(target).substr(0, 7) != "socket:") continue;
+      ++count;
+      if (list != nullptr) *list += std::string(" ") + fd->d_name + "=" + target;
+    }
+    closedir(dir);
+  }
+  return count;
 }
 
 class Run {
@@ -104,27 +129,30 @@ class Run {
   }
 
  private:
-  // Runs the loop until the client has taken in the step and its cache has
-  // held still for a turn of the loop with I/O (a resource timer may fire at
-  // any time; its notifications reach the watchers on later turns).
+  // Runs the loop until the client has taken in the step and then its cache
+  // and watchers have held still for kStableTurns turns of the loop (each
+  // dispatches the I/O completions that have arrived): a resource timer may
+  // fire at any time, and notifications reach the watchers on later turns,
+  // after the write of the ACK or NACK has completed (its completion is
+  // posted before the server can read the request).
   Task<void> Settle(Model& model, int step, const PendingAnswer& pending) {
+    const auto deadline = Loop::Clock::now() + kSettleBound;
     std::string why = "not polled";
-    for (int i = 0; i < kSettlePolls; ++i) {
-      const std::string before = model.CacheFingerprint();
-      const Status slept = co_await SleepFor(loop_, milliseconds(1));
-      (void)slept;
+    int stable = 0;
+    while (stable < kStableTurns && Loop::Clock::now() < deadline) {
+      const std::string before = model.Fingerprint();
+      co_await loop_.Yield();
       why = model.Unsettled(pending);
-      if (why.empty() && model.CacheFingerprint() == before) break;
-      if (why.empty()) why = "the cache keeps changing";
+      stable = why.empty() && model.Fingerprint() == before ? stable + 1 : 0;
     }
-    Require(why.empty(), step, "settle", why);
+    Require(stable == kStableTurns, step, "settle", why.empty() ? "no rest" : why);
   }
 
   // Every stream and connection of this input gone: no fd outlives it.
   Task<void> Teardown() {
     for (int i = 0; i < kTeardownPolls; ++i) {
       if (server_.AllStreamsFinished() && server_.connection_count() == 0) break;
-      const Status slept = co_await SleepFor(loop_, milliseconds(1));
+      const Status slept = co_await SleepFor(loop_, kPoll);
       (void)slept;
     }
     Require(server_.AllStreamsFinished(), -1, "teardown", "an ADS stream outlived the client");
@@ -158,5 +186,32 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uxds::fuzz::Program program = uxds::fuzz::DecodeProgram(data, size);
   uxds::fuzz::Run run(*loop, *server, program);
   loop->BlockOn(run.Execute());
+  // No socket outlives its input: the count after the first one (the
+  // server's listener) is the most.
+  // A closed socket's fd is released a turn or two later (an fd is closed
+  // only once no io_uring request naming it can reach the kernel): wait up
+  // to a second for it.
+  auto drain = [](std::chrono::milliseconds duration) {
+    loop->BlockOn([](std::chrono::milliseconds d) -> uxds::Task<void> {
+      const uxds::Status slept = co_await uxds::SleepFor(*loop, d);
+      (void)slept;
+    }(duration));
+  };
+  static const int sockets_after_first = [&] {
+    drain(std::chrono::milliseconds(20));
+    return uxds::fuzz::OpenSockets();
+  }();
+  int sockets = uxds::fuzz::OpenSockets();
+  for (int i = 0; i < 1000 && sockets > sockets_after_first; ++i) {
+    drain(std::chrono::milliseconds(1));
+    sockets = uxds::fuzz::OpenSockets();
+  }
+  if (sockets > sockets_after_first) {
+    std::string list;
+    uxds::fuzz::OpenSockets(&list);
+    Require(false, -1, "teardown",
+            "open sockets grew from " + std::to_string(sockets_after_first) + " to " +
+                std::to_string(sockets) + ":" + list);
+  }
   return 0;
 }

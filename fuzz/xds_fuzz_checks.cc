@@ -44,6 +44,7 @@ void Require(bool ok, int step, std::string_view check, std::string_view detail)
 
 void RecordingWatcher::OnResourceChanged(StatusOr<XdsResourceData> changed) {
   ++changes;
+  ++notifications;
   ambient = Status();
   if (changed.ok()) {
     resource = *std::move(changed);
@@ -54,7 +55,10 @@ void RecordingWatcher::OnResourceChanged(StatusOr<XdsResourceData> changed) {
   }
 }
 
-void RecordingWatcher::OnAmbientError(Status status) { ambient = std::move(status); }
+void RecordingWatcher::OnAmbientError(Status status) {
+  ++notifications;
+  ambient = std::move(status);
+}
 
 bool Model::AnyWatch() const {
   for (const auto& names : watchers_) {
@@ -196,13 +200,25 @@ std::string Model::Unsettled(const PendingAnswer& pending) const {
   return "";
 }
 
-std::string Model::CacheFingerprint() const {
+std::string Model::Fingerprint() const {
   std::string fingerprint;
-  for (const XdsResourceSnapshot& entry : client_.Snapshot()) {
-    fingerprint +=
-        entry.type_url + " " + entry.name + " " + std::to_string(static_cast<int>(entry.state)) +
-        " " + (entry.has_resource ? "R " : "- ") + entry.version + " " + Describe(entry.error) +
-        " " + entry.failed_version + " " + std::to_string(entry.watchers) + "\n";
+  for (int t = 0; t < kTypes; ++t) {
+    for (int n = 0; n < kNames; ++n) {
+      if (watchers_[t][n].empty()) continue;
+      auto entry = client_.Lookup(ResourceType(t), PoolName(t, n), false);
+      if (!entry.has_value()) {
+        fingerprint += "none\n";
+        continue;
+      }
+      fingerprint += std::to_string(static_cast<int>(entry->state)) +
+                     (entry->has_resource ? " R " : " - ") + entry->version + " " +
+                     Describe(entry->error) + " " + entry->failed_version + " " +
+                     std::to_string(entry->watchers) + ":";
+      for (const auto& watcher : watchers_[t][n]) {
+        fingerprint += " " + std::to_string(watcher->notifications);
+      }
+      fingerprint += "\n";
+    }
   }
   return fingerprint;
 }

@@ -47,6 +47,7 @@ class RecordingWatcher final : public XdsUntypedResourceWatcher {
   Status last_error;         // of the last OnResourceChanged
   Status ambient;            // cleared by OnResourceChanged (A88)
   int changes = 0;
+  int notifications = 0;  // of either kind
 };
 
 // A response the client must answer (ACK or NACK) before the step is over.
@@ -71,8 +72,9 @@ class Model {
   void CloseStream();
   // Why the client has not yet taken in the step ("" once it has).
   std::string Unsettled(const PendingAnswer& pending) const;
-  // The state of every cache entry, to see it hold still.
-  std::string CacheFingerprint() const;
+  // Every cache entry and what every watcher was told, to see them hold
+  // still.
+  std::string Fingerprint() const;
   // Every check of the step.
   void AfterStep(int step, const Step& action, const PendingAnswer& pending);
   // Drops the watchers (after the client's Shutdown()).
