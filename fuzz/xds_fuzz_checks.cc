@@ -122,6 +122,7 @@ PendingAnswer Model::Respond(const Step& action) {
       case Choice::kValid1:
       case Choice::kValid2:
         add(ValidResource(action.type, name, static_cast<int>(action.choices[n]) - 1));
+        pending.has_valid_resource = true;
         break;
       case Choice::kInvalid:
         add(InvalidResource(action.type, name));
@@ -130,7 +131,8 @@ PendingAnswer Model::Respond(const Step& action) {
       case Choice::kDuplicate:
         add(ValidResource(action.type, name, action.version));
         add(ValidResource(action.type, name, (action.version + 1) % 3));
-        pending.expect_nack = true;  // A46 / gRPC: "duplicate resource name"
+        pending.expect_nack = true;         // A46 / gRPC: "duplicate resource name"
+        pending.has_valid_resource = true;  // the first copy
         break;
       case Choice::kErrorNotFound:
       case Choice::kErrorOther: {
@@ -146,7 +148,10 @@ PendingAnswer Model::Respond(const Step& action) {
       }
     }
   }
-  if (action.extra_name) add(ValidResource(action.type, UnrequestedName(action.type), 0));
+  if (action.extra_name) {
+    add(ValidResource(action.type, UnrequestedName(action.type), 0));
+    pending.has_valid_resource = true;
+  }
   pending.active = true;
   pending.stream = stream->id;
   pending.type_url = type_url;
@@ -256,10 +261,16 @@ void Model::CheckResponseEffect(int step, const Step& action, const PendingAnswe
   Require(answer->nack == pending.expect_nack, step, "A46 ACK/NACK",
           pending.expect_nack ? "ACKed a response with an invalid or duplicate resource"
                               : "NACKed a response of valid resources");
-  if (!answer->nack) {
-    Require(answer->version_info == pending.version_info, step, "ACK version",
-            "ACK of " + pending.version_info + " carries '" + answer->version_info + "'");
-  }
+  // NOTES (A46, as gRPC): the version is accepted when the response has a
+  // valid resource or no error; a NACK then carries the new version, else
+  // the last accepted one (none, if the client forgot the type when nothing
+  // of it was watched), never one only rejected.
+  std::string& accepted = accepted_version_[action.type];
+  if (!answer->nack || pending.has_valid_resource) accepted = pending.version_info;
+  Require(answer->version_info == accepted || (answer->nack && answer->version_info.empty()), step,
+          answer->nack ? "NACK version" : "ACK version",
+          "answer to " + pending.version_info + " carries '" + answer->version_info +
+              "', accepted '" + accepted + "'");
   const XdsResourceType& type = ResourceType(action.type);
   for (int n = 0; n < kNames; ++n) {
     if (watchers_[action.type][n].empty()) continue;
@@ -308,13 +319,26 @@ void Model::CheckResponseEffect(int step, const Step& action, const PendingAnswe
 
 void Model::CheckTimerEffect(int step) {
   // A57: every watched name was subscribed on a live stream before the
-  // wait, which outlasted the timer: nothing can still be waiting.
+  // wait, which outlasted the timer: nothing can still be waiting, and what
+  // was waiting is DOES_NOT_EXIST, or TIMEOUT with
+  // resource_timer_is_transient_error (A88). The timer never touches an
+  // entry that got anything.
   for (int t = 0; t < kTypes; ++t) {
     for (int n = 0; n < kNames; ++n) {
       if (watchers_[t][n].empty()) continue;
       auto entry = client_.Lookup(ResourceType(t), PoolName(t, n), false);
-      Require(entry.has_value() && entry->state != XdsCacheState::kRequested, step,
-              "resource timer", PoolName(t, n) + " still REQUESTED after the timer");
+      Require(entry.has_value(), step, "cache", "no entry for watched " + PoolName(t, n));
+      const std::string what = PoolName(t, n) + " " + std::string(XdsCacheStateName(entry->state));
+      const std::optional<XdsResourceSnapshot>& before = before_[t][n];
+      if (!before.has_value() || before->state == XdsCacheState::kRequested) {
+        const XdsCacheState expected = features_.resource_timer_is_transient_error
+                                           ? XdsCacheState::kTimeout
+                                           : XdsCacheState::kDoesNotExist;
+        Require(entry->state == expected, step, "resource timer fired", what);
+      } else {
+        Require(entry->state == before->state, step, "resource timer left alone",
+                what + ", was " + std::string(XdsCacheStateName(before->state)));
+      }
     }
   }
 }

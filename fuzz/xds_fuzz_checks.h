@@ -13,8 +13,11 @@
 //  - the step's own effect: a response sets the states its resources call
 //    for (ACKED with its version, NACKED, RECEIVED_ERROR with the TP3 code,
 //    LDS/CDS DOES_NOT_EXIST on deletion), is ACKed with its version or
-//    NACKed exactly when it held an invalid or duplicate resource (A46); a
-//    wait past the resource timer leaves nothing REQUESTED (A57/A88);
+//    NACKed exactly when it held an invalid or duplicate resource (A46),
+//    the answer carrying the version accepted (NOTES: a response with a
+//    valid resource has its version accepted even when NACKed); a wait past the resource
+//    timer turns what was REQUESTED into DOES_NOT_EXIST or TIMEOUT and
+//    leaves the rest alone (A57/A88);
 //  - every request the server got kept the DiscoveryRequest rules.
 #pragma once
 
@@ -58,6 +61,7 @@ struct PendingAnswer {
   std::string version_info;
   std::string nonce;
   bool expect_nack = false;
+  bool has_valid_resource = false;
 };
 
 class Model {
@@ -97,6 +101,8 @@ class Model {
   std::array<std::array<std::optional<XdsResourceSnapshot>, kNames>, kTypes> before_;
   // A57: the last stream ended without a response, none received since.
   bool server_failing_ = false;
+  // The version_info of the type's last ACK.
+  std::array<std::string, kTypes> accepted_version_;
   // The TP3 code last sent for a name (RECEIVED_ERROR's error).
   std::array<std::array<int, kNames>, kTypes> sent_error_code_{};
 };
