@@ -31,14 +31,25 @@ It fails (exit 1) when
   - its fd count grows: every sample of the last quarter is above every
     sample of the first (the client's connections follow the endpoint
     churn, so only a rise that never comes back down counts);
-  - a process exits before the end, or the control plane does not come
-    back after a restart within 30 s.
+  - no call ends for 10 s (a stuck client: a call that hangs still ends at
+    its 5 s deadline);
+  - a process exits before the end, or does not exit cleanly when stopped
+    (uxds call 130 after SIGINT, the others 0 after SIGTERM: a crash or a
+    sanitizer report at shutdown counts), or the control plane does not
+    come back after a restart within 30 s.
 The control plane is sampled too, but not judged: it is a new process
-after each restart.
+after each restart. The binaries run from copies in OUT/bin, so a build
+meanwhile changes nothing under them.
+
+With --kill the control plane is restarted with SIGKILL; --check-recovery
+then also checks, at the end, that every process's fd count comes back to
+what it was once the calls started, and that a last endpoint change (every
+cluster on the last backend) still reaches the client: its watches survived
+(the test tools_control_plane_restarts).
 
 Options: --build DIR (build), --uxds PATH (DIR/tools/uxds/uxds), --out DIR
-(DIR/soak-<time>), --churn-s, --restart-s, --backends, --concurrency,
---no-rss-verdict.
+(DIR/soak-<time>), --churn-s (0: no churn), --restart-s, --backends,
+--concurrency, --seed, --no-rss-verdict, --kill, --check-recovery.
 """
 import argparse
 import json
@@ -65,6 +76,7 @@ HCM = ('type.googleapis.com/'
 ROUTER = 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router'
 SERVER_TEMPLATE = 'grpc/server?xds.resource.listening_address=%s'
 TARGET = 'soak'
+STALL_S = 10
 HASH_HEADER = 'x-soak-user'
 STEADY_CLUSTERS = ['c0', 'c1', 'c2']
 CHURNED_CLUSTER = 'c3'
@@ -309,6 +321,29 @@ def sample(pid):
         return None
 
 
+def copy_tool(uxds, bin_dir):
+    """Copies the uxds binary, its JSON converter and their descriptor set
+    into bin_dir and points the copy at them: a build during a long soak
+    relinks the originals under the running processes (a restart would find
+    no binary, or a new one)."""
+    build_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(uxds))))
+    os.makedirs(bin_dir, exist_ok=True)
+    copies = {}
+    for name, source, variable in [
+            ('uxds', os.path.abspath(uxds), None),
+            ('uxds-json-to-proto',
+             os.path.join(build_root, 'tools', 'json_to_proto', 'uxds-json-to-proto'),
+             'UXDS_JSON_TO_PROTO'),
+            ('xds_resources_descriptors.pb',
+             os.path.join(build_root, 'proto', 'xds_resources_descriptors.pb'),
+             'UXDS_RESOURCE_DESCRIPTORS')]:
+        copies[name] = os.path.join(bin_dir, name)
+        shutil.copy2(source, copies[name])
+        if variable is not None:
+            os.environ[variable] = copies[name]
+    return copies['uxds']
+
+
 def settled_fds(processes, counter, timeout=30):
     """Each process's fd count once the client's calls succeed and the
     count has held still for 2 s (every connection made)."""
@@ -376,6 +411,8 @@ def fds_grow(first, last):
 
 
 def main():
+    # SIGTERM (a CI timeout) unwinds like SIGINT, so the children are stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('minutes', nargs='?', type=float, default=30.0)
     parser.add_argument('--build', default='build')
@@ -395,6 +432,7 @@ def main():
     uxds = args.uxds or os.path.join(args.build, 'tools', 'uxds', 'uxds')
     out = args.out or os.path.join(args.build, time.strftime('soak-%Y%m%d-%H%M%S'))
     os.makedirs(out, exist_ok=True)
+    uxds = copy_tool(uxds, os.path.join(out, 'bin'))
     duration = args.minutes * 60
     warmup = min(max(60.0, duration / 5), duration / 2)
 
@@ -418,6 +456,14 @@ def main():
             listening.set()
         elif b'"event":"file_error"' in line:
             problems.append('control plane: ' + line.decode(errors='replace'))
+
+    def stop_control_plane(cp):
+        # SIGKILL: whatever it was doing. SIGTERM: it must exit cleanly (0),
+        # so a crash or a sanitizer report at shutdown is seen.
+        if args.kill:
+            cp.stop(signal.SIGKILL)
+        elif cp.stop(signal.SIGTERM) != 0:
+            problems.append(f'the control plane exited with {cp.proc.returncode} on SIGTERM')
 
     def start_control_plane():
         listening.clear()
@@ -457,21 +503,29 @@ def main():
         next_churn = start + args.churn_s if args.churn_s > 0 else never
         next_restart = start + args.restart_s
         next_sample = start + 1
+        last_progress = (start, 0)  # when the call count last moved, and to what
         while True:
             now = time.monotonic()
             if now - start >= duration:
                 break
             if now >= next_churn:
                 config.churn()
-                next_churn += args.churn_s
+                next_churn = max(next_churn + args.churn_s, now)
             if now >= next_restart:
-                control_plane.stop(signal.SIGKILL if args.kill else signal.SIGTERM)
+                stop_control_plane(control_plane)
                 control_plane = start_control_plane()
                 restarts += 1
                 next_restart = time.monotonic() + args.restart_s
             if now >= next_sample:
                 t = now - start
                 calls, failed = counter.counts()
+                # A call that hangs still ends at its 5 s deadline with a
+                # line: a count that stands still is a client that is stuck.
+                if calls != last_progress[1]:
+                    last_progress = (now, calls)
+                elif now - last_progress[0] > STALL_S:
+                    problems.append(f'no call ended for {STALL_S} s (at {t:.0f} s, {calls} calls)')
+                    break
                 for p in processes + [control_plane]:
                     s = sample(p.proc.pid)
                     if s is None:
@@ -479,7 +533,7 @@ def main():
                     csv.write(f'{t:.1f},{p.name},{p.proc.pid},{s[0]},{s[1]},{calls},{failed}\n')
                     series.setdefault(p.name, []).append((t, s[0], s[1]))
                 csv.flush()
-                next_sample += 1
+                next_sample = max(next_sample + 1, now)
             for p in processes:
                 if not p.alive():
                     problems.append(f'{p.name} exited early with status {p.proc.returncode}')
@@ -488,12 +542,18 @@ def main():
             time.sleep(max(0.0, min(next_churn, next_restart, next_sample) - time.monotonic()))
         if args.check_recovery and all(p.alive() for p in processes):
             problems.extend(check_recovery(processes, start_fds, counter, config, backend_ports))
+    except Exception as error:  # a harness failure still gets a verdict, CSV and plot
+        problems.append(f'the harness failed: {error!r}')
     finally:
-        rc = {}
+        # uxds call ends 128 + SIGINT after a SIGINT, the others 0 after a
+        # SIGTERM: anything else (a crash, a sanitizer report) is a problem.
         for p in reversed(processes):
-            rc[p.name] = p.stop(signal.SIGINT if p.name == 'client' else signal.SIGTERM)
+            client = p.name == 'client'
+            rc = p.stop(signal.SIGINT if client else signal.SIGTERM)
+            if rc != (128 + signal.SIGINT if client else 0):
+                problems.append(f'{p.name} exited with {rc} when stopped')
         if control_plane is not None:
-            control_plane.stop()
+            stop_control_plane(control_plane)
         csv.close()
 
     calls, failed = counter.counts()
