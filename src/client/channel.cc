@@ -50,6 +50,7 @@ StatusOr<ParsedTarget> ParseTarget(std::string_view target) {
   return parsed;
 }
 
+// How the channel's LOGICAL_DNS clusters are resolved: the options' lookup,
 // else the system's.
 HostResolver::Lookup LookupFor(const ChannelOptions& options) {
   if (!options.resolve_host) return &HostResolver::ResolveBlocking;

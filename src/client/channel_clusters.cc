@@ -26,6 +26,7 @@ std::pair<std::string, std::string> SplitHostPort(const std::string& host_port) 
   return {host, host_port.substr(colon + 1)};
 }
 
+// The same object, or an equal one.
 template <typename T>
 bool SameResource(const std::shared_ptr<const T>& a, const std::shared_ptr<const T>& b) {
   return a == b || (a != nullptr && b != nullptr && *a == *b);

@@ -39,10 +39,9 @@ struct ClusterSource {
   std::shared_ptr<const EndpointResource> endpoints;
 };
 
-// The XdsClient hands out the same object while a resource is unchanged;
-// an equal one sent again compares equal too (deep operator==, so an
-// identical update rebuilds nothing).
-
+// The same resources: the same objects (the XdsClient hands out the same
+// object while a resource is unchanged) or equal ones (deep operator==, so
+// an identical update sent again rebuilds nothing).
 bool operator==(const ClusterSource& a, const ClusterSource& b);
 
 }  // namespace client_internal

@@ -132,20 +132,20 @@ struct AcceptWait : CancelState::Callback {
   bool cancelled = false;
 };
 
-// bind(), tried again on EADDRINUSE for up to kAddressInUseGrace. A process
-// killed by a signal while io_uring requests named its listening socket
-// (our multishot accept does, always) keeps that socket listening until
-// the kernel tears its ring down, asynchronously, after the process has
-// been reaped: measured at up to ~20 ms, and 3 of 4 runs of 50 SIGKILL
-// restarts of `uxds control-plane` on one port met it. An epoll program's
-// socket is gone when it is reaped, and so is one that exits normally: a
-// supervisor restarting a server at once must find the same. A port that
-// another process really holds costs this much longer to fail.
-constexpr auto kAddressInUseGrace = std::chrono::milliseconds(250);
+// bind(), tried again on EADDRINUSE for up to `grace`. A process killed by a
+// signal while io_uring requests named its listening socket (our multishot
+// accept does, always) keeps that socket listening until the kernel tears
+// its ring down, asynchronously, after the process has been reaped:
+// measured at up to ~20 ms, and 3 of 4 runs of 50 SIGKILL restarts of
+// `uxds control-plane` on one port met it. An epoll program's socket is
+// gone when it is reaped, and so is one that exits normally: a supervisor
+// restarting a server at once must find the same. A port that another
+// process really holds costs this much longer to fail.
 constexpr auto kAddressInUseRetryEvery = std::chrono::milliseconds(5);
 
-bool BindWaitingForARingTeardown(int fd, const SocketAddress& address) {
-  const auto give_up = std::chrono::steady_clock::now() + kAddressInUseGrace;
+bool BindWaitingForARingTeardown(int fd, const SocketAddress& address,
+                                 std::chrono::milliseconds grace) {
+  const auto give_up = std::chrono::steady_clock::now() + grace;
   while (::bind(fd, address.sockaddr_ptr(), address.size()) != 0) {
     if (errno != EADDRINUSE || std::chrono::steady_clock::now() >= give_up) return false;
     std::this_thread::sleep_for(kAddressInUseRetryEvery);
@@ -155,8 +155,9 @@ bool BindWaitingForARingTeardown(int fd, const SocketAddress& address) {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<TcpListener>> TcpListener::Bind(Loop& loop, const SocketAddress& address,
-                                                         int backlog) {
+StatusOr<std::unique_ptr<TcpListener>> TcpListener::Bind(
+    Loop& loop, const SocketAddress& address, int backlog,
+    std::chrono::milliseconds address_in_use_grace) {
   std::string what = "listen on " + address.ToString();
   // Non-blocking on epoll (accept4 must not block the loop); blocking on
   // io_uring, which polls by itself.
@@ -165,7 +166,7 @@ StatusOr<std::unique_ptr<TcpListener>> TcpListener::Bind(Loop& loop, const Socke
   if (fd < 0) return ErrnoToStatus(errno, what);
   int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (!BindWaitingForARingTeardown(fd, address)) {
+  if (!BindWaitingForARingTeardown(fd, address, address_in_use_grace)) {
     Status s = ErrnoToStatus(errno, "bind " + address.ToString());
     ::close(fd);
     return s;

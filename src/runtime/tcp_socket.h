@@ -71,9 +71,19 @@ class TcpSocket final : public ByteStream {
 // socket, waiting for readiness only when the backlog is empty.
 class TcpListener {
  public:
-  // Binds and listens (SO_REUSEADDR; port 0 picks a free port).
-  static StatusOr<std::unique_ptr<TcpListener>> Bind(Loop& loop, const SocketAddress& address,
-                                                     int backlog = 1024);
+  // How long Bind() tries again while the port is in use (EADDRINUSE): a
+  // process killed by a signal while it listened on io_uring keeps its port
+  // until the kernel's asynchronous ring teardown (see tcp_listener.cc).
+  static constexpr std::chrono::milliseconds kAddressInUseGrace{250};
+
+  // Binds and listens (SO_REUSEADDR; port 0 picks a free port). While the
+  // port is in use it tries again for up to `address_in_use_grace`,
+  // blocking the calling thread; a loop that must not block passes 0 and
+  // retries itself (ServingListener). A port still in use then fails
+  // ALREADY_EXISTS.
+  static StatusOr<std::unique_ptr<TcpListener>> Bind(
+      Loop& loop, const SocketAddress& address, int backlog = 1024,
+      std::chrono::milliseconds address_in_use_grace = kAddressInUseGrace);
   ~TcpListener();
 
   // The next accepted connection; CANCELLED when the task is cancelled or the

@@ -58,12 +58,22 @@ void ServingListener::DrainOlderConnections() {
 }
 
 Task<void> ServingListener::BindAndAccept() {
+  // A port still held by a process killed a moment ago (TcpListener::
+  // kAddressInUseGrace) is tried again soon, without a not-serving report;
+  // on this loop, without blocking it.
+  const Loop::Clock::time_point in_use_until = Loop::Clock::now() + TcpListener::kAddressInUseGrace;
   while (listener_ == nullptr) {
-    StatusOr<std::unique_ptr<TcpListener>> bound = TcpListener::Bind(loop_, address_);
+    StatusOr<std::unique_ptr<TcpListener>> bound =
+        TcpListener::Bind(loop_, address_, 1024, std::chrono::milliseconds(0));
     if (bound.ok()) {
       listener_ = *std::move(bound);
       on_bind_status_(Status());
       break;
+    }
+    if (bound.status().code() == StatusCode::kAlreadyExists && Loop::Clock::now() < in_use_until) {
+      const Status slept = co_await SleepFor(loop_, std::chrono::milliseconds(5));
+      if (!slept.ok()) co_return;
+      continue;
     }
     // A36: "If entering 'not serving' mode, opening the port must be retried
     // automatically (e.g., retry every minute)."

@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <filesystem>
+#include <thread>
 
 #include "runtime/tcp_socket.h"
 #include "uxds/runtime.h"
@@ -37,6 +39,56 @@ Task<void> Serve(TcpListener& listener, TaskGroup& connections, int max_connecti
     if (!sock.ok()) co_return;
     connections.Spawn(EchoUntilEof(std::move(*sock)));
   }
+}
+
+// A listening socket of another owner on `port` (SO_REUSEADDR, as ours):
+// the port in use while it is open.
+int ListenOnLoopback(uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  const SocketAddress address = SocketAddress::Loopback4(port);
+  EXPECT_EQ(::bind(fd, address.sockaddr_ptr(), address.size()), 0) << strerror(errno);
+  EXPECT_EQ(::listen(fd, 16), 0) << strerror(errno);
+  return fd;
+}
+
+// A port whose listener goes away within TcpListener::kAddressInUseGrace
+// (as a killed io_uring process's does once the kernel has torn its ring
+// down) is bound: Bind tries again rather than fail at once.
+TEST(TcpTest, BindTakesAPortReleasedWithinTheGrace) {
+  auto loop = MakeLoop();
+  auto probe = TcpListener::Bind(*loop, SocketAddress::Loopback4(0));
+  ASSERT_TRUE(probe.ok());
+  const uint16_t port = (*probe)->port();
+  probe->reset();
+  const int holder = ListenOnLoopback(port);
+  std::thread release([holder] {
+    std::this_thread::sleep_for(50ms);
+    ::close(holder);
+  });
+  auto bound = TcpListener::Bind(*loop, SocketAddress::Loopback4(port));
+  release.join();
+  EXPECT_TRUE(bound.ok()) << bound.status().ToString();
+}
+
+// A port held for good fails ALREADY_EXISTS, after the grace; with a grace
+// of 0 (a caller that retries on its own loop) at once.
+TEST(TcpTest, BindOfAPortHeldForGoodFailsAlreadyExists) {
+  auto loop = MakeLoop();
+  auto probe = TcpListener::Bind(*loop, SocketAddress::Loopback4(0));
+  ASSERT_TRUE(probe.ok());
+  const uint16_t port = (*probe)->port();
+  probe->reset();
+  const int holder = ListenOnLoopback(port);
+  for (auto grace : {TcpListener::kAddressInUseGrace, std::chrono::milliseconds(0)}) {
+    auto bound = TcpListener::Bind(*loop, SocketAddress::Loopback4(port), 16, grace);
+    ASSERT_FALSE(bound.ok());
+    EXPECT_EQ(bound.status().code(), StatusCode::kAlreadyExists) << bound.status().ToString();
+    EXPECT_NE(bound.status().message().find("EADDRINUSE"), std::string::npos)
+        << bound.status().ToString();
+  }
+  ::close(holder);
 }
 
 TEST(TcpTest, EchoManyConnectionsThroughOneListener) {

@@ -16,6 +16,7 @@ first served, or if the connections were not in fact replaced (fewer than
 """
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -61,8 +62,9 @@ def main():
             '--drain-grace-ms', '1000'], on_line=serving.append))
         deadline = time.monotonic() + 30
         while not any(b'"serving":true' in line for line in serving):
-            if time.monotonic() > deadline:
-                print('the server did not serve within 30 s', file=sys.stderr)
+            gone = [p.name for p in processes if not p.alive()]
+            if gone or time.monotonic() > deadline:
+                print(f'the server did not serve within 30 s (exited: {gone})', file=sys.stderr)
                 return 1
             time.sleep(0.05)
         first_serving = len(serving)
@@ -83,8 +85,13 @@ def main():
             if not p.alive():
                 problems.append(f'{p.name} exited with status {p.proc.returncode}')
     finally:
+        # uxds call ends 130 after SIGINT, the others 0 after SIGTERM: a crash
+        # or a sanitizer report at shutdown is a failure too.
         for p in reversed(processes):
-            p.stop(2 if p.name == 'client' else 15)
+            client = p.name == 'client'
+            rc = p.stop(signal.SIGINT if client else signal.SIGTERM)
+            if rc != (128 + signal.SIGINT if client else 0):
+                problems.append(f'{p.name} exited with {rc} when stopped')
     calls, failed = counter.calls, counter.calls - counter.ok
     print(f'{UPDATES} Listener updates: {calls} calls, {failed} failed, '
           f'{len(ports)} client connections seen; {counter.summary}')

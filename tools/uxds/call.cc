@@ -225,7 +225,8 @@ Task<StatusOr<json>> RunCalls(Loop& loop, const CallArgs& args, std::optional<Bo
   const Clock::time_point start = Clock::now();
   TaskGroup grace(loop);
   grace.Spawn(run.CancelAfterGrace(loop));
-  for (int64_t i = 0; i < std::min<int64_t>(args.concurrency, args.count); ++i) run.workers.Spawn(run.Worker());
+  for (int64_t i = 0; i < std::min<int64_t>(args.concurrency, args.count); ++i)
+    run.workers.Spawn(run.Worker());
   co_await run.workers.Join();
   const Clock::duration elapsed = Clock::now() - start;
   signal_watcher.reset();  // before `run`: its posts reach `run`
