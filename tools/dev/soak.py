@@ -472,9 +472,12 @@ def main():
         deadline = time.monotonic() + 30
         while not listening.wait(0.05):
             if not cp.alive() or time.monotonic() > deadline:
-                held = subprocess.run(
-                    ['ss', '-tanpH', f'( sport = :{cp_port} or dport = :{cp_port} )'],
-                    capture_output=True, text=True).stdout
+                try:
+                    held = subprocess.run(
+                        ['ss', '-tanpH', f'( sport = :{cp_port} or dport = :{cp_port} )'],
+                        capture_output=True, text=True).stdout
+                except OSError as error:
+                    held = f'(ss: {error})'
                 problems.append(f'the control plane did not listen (exit {cp.proc.poll()}); '
                                 f'its port: {held}')
                 break
