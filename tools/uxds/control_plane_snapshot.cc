@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -46,16 +47,27 @@ StatusOr<std::vector<std::string>> ResourceFileNames(const std::string& dir) {
   return names;
 }
 
-// The file's text, or a FileError.
-std::variant<std::string, FileError> ReadText(const std::string& path) {
+// A file listed for this load that was deleted (or renamed away) before it
+// could be read: absent from this load, as if listed a moment later. The
+// directory watch sees the deletion and loads again anyway.
+struct FileGone {};
+
+// The file's text, a FileError, or FileGone.
+std::variant<std::string, FileError, FileGone> ReadText(const std::string& path) {
   struct stat info {};
-  if (stat(path.c_str(), &info) != 0) return FileError{path, 0, std::strerror(errno)};
+  if (stat(path.c_str(), &info) != 0) {
+    if (errno == ENOENT) return FileGone{};
+    return FileError{path, 0, std::strerror(errno)};
+  }
   if (!S_ISREG(info.st_mode)) return FileError{path, 0, "not a regular file"};
   if (static_cast<size_t>(info.st_size) > kMaxFileBytes) {
     return FileError{path, 0, "larger than " + std::to_string(kMaxFileBytes) + " bytes"};
   }
   std::ifstream in(path, std::ios::binary);
-  if (!in.is_open()) return FileError{path, 0, std::string("cannot open: ") + std::strerror(errno)};
+  if (!in.is_open()) {
+    if (errno == ENOENT) return FileGone{};
+    return FileError{path, 0, std::string("cannot open: ") + std::strerror(errno)};
+  }
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
@@ -171,7 +183,8 @@ StatusOr<DirectoryLoad> LoadDirectory(const std::string& dir, JsonConverter& con
   std::map<std::string, std::map<std::string, std::string>> defined_in;
   for (const std::string& name : *names) {
     const std::string path = dir + "/" + name;
-    std::variant<std::string, FileError> text = ReadText(path);
+    std::variant<std::string, FileError, FileGone> text = ReadText(path);
+    if (std::holds_alternative<FileGone>(text)) continue;
     if (auto* error = std::get_if<FileError>(&text)) {
       load.errors.push_back(std::move(*error));
       continue;
