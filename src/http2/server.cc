@@ -19,8 +19,8 @@ Server::Server(Loop& loop, std::unique_ptr<TcpListener> listener,
       listener_(std::move(listener)),
       registry_(std::move(registry)),
       options_(std::move(options)),
-      connections_(loop),
       accept_pause_(loop, "server on " + listener_->local_address().ToString()),
+      connections_(loop),
       serve_left_(loop),
       shutdown_(loop) {}
 

@@ -78,11 +78,12 @@ class Server {
   std::unique_ptr<TcpListener> listener_;
   const std::shared_ptr<const ServiceRegistry> registry_;
   const ServerOptions options_;
-  TaskGroup connections_;
+  // Declared before connections_: a connection's end touches them.
   std::unordered_set<ServerConnection*> live_;
   size_t accepted_ = 0;  // connections being served, handshakes included
   uint64_t refused_connections_ = 0;
   AcceptPause accept_pause_;
+  TaskGroup connections_;
   std::optional<std::chrono::milliseconds> drain_grace_;  // set by the first Shutdown()
   enum class ServeState { kNotStarted, kAccepting, kLeft };
   ServeState serve_state_ = ServeState::kNotStarted;
