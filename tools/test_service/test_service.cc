@@ -27,9 +27,9 @@ Status BadRequest(std::string_view what) {
   return InvalidArgumentError("cannot parse " + std::string(what));
 }
 
-// A response payload the client asked for: at most kMaxResponseSize bytes,
-// so that a client cannot make the server allocate 2 GiB per call.
-StatusOr<std::string> ResponseBody(int32_t size, std::string_view field) {
+// A response payload size the client asked for: at most kMaxResponseSize
+// bytes, so that a client cannot make the server allocate 2 GiB per call.
+Status CheckResponseSize(int32_t size, std::string_view field) {
   if (size < 0) {
     return InvalidArgumentError(std::string(field) + " " + std::to_string(size) + " is negative");
   }
@@ -38,7 +38,7 @@ StatusOr<std::string> ResponseBody(int32_t size, std::string_view field) {
                                   " exceeds the limit of " + std::to_string(kMaxResponseSize) +
                                   " bytes");
   }
-  return std::string(static_cast<size_t>(size), '\0');
+  return OkStatus();
 }
 
 Task<Status> EmptyCall(ServerCall& call) {
@@ -59,9 +59,13 @@ Task<Status> UnaryCall(ServerCall& call, const std::string& server_id,
     co_return EchoStatusOf(request.response_status());
   }
   grpc::testing::SimpleResponse response;
-  StatusOr<std::string> body = ResponseBody(request.response_size(), "response_size");
-  if (!body.ok()) co_return body.status();
-  if (!body->empty()) response.mutable_payload()->set_body(*std::move(body));
+  if (Status checked = CheckResponseSize(request.response_size(), "response_size"); !checked.ok()) {
+    co_return checked;
+  }
+  if (request.response_size() > 0) {
+    response.mutable_payload()->set_body(
+        std::string(static_cast<size_t>(request.response_size()), '\0'));
+  }
   if (request.fill_server_id()) response.set_server_id(server_id);
   // What gRPC's xDS interop servers answer with every response.
   if (!hostname.empty()) response.set_hostname(hostname);
@@ -72,8 +76,8 @@ Task<Status> WriteResponses(ServerCall& call,
                             const grpc::testing::StreamingOutputCallRequest& request) {
   // Every size is checked before the first response goes out.
   for (const auto& params : request.response_parameters()) {
-    StatusOr<std::string> body = ResponseBody(params.size(), "response_parameters.size");
-    if (!body.ok()) co_return body.status();
+    Status checked = CheckResponseSize(params.size(), "response_parameters.size");
+    if (!checked.ok()) co_return checked;
   }
   for (const auto& params : request.response_parameters()) {
     grpc::testing::StreamingOutputCallResponse response;
