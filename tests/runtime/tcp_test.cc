@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <thread>
+#include <utility>
 
 #include "runtime/tcp_socket.h"
 #include "uxds/runtime.h"
@@ -53,16 +54,24 @@ int ListenOnLoopback(uint16_t port) {
   return fd;
 }
 
+// A port of loopback in use by another owner's listening socket (the
+// port, the socket).
+std::pair<uint16_t, int> PortInUse(Loop& loop) {
+  auto probe = TcpListener::Bind(loop, SocketAddress::Loopback4(0));
+  EXPECT_TRUE(probe.ok());
+  const uint16_t port = (*probe)->port();
+  probe->reset();
+  return {port, ListenOnLoopback(port)};
+}
+
 // A port whose listener goes away within TcpListener::kAddressInUseGrace
 // (as a killed io_uring process's does once the kernel has torn its ring
 // down) is bound: Bind tries again rather than fail at once.
 TEST(TcpTest, BindTakesAPortReleasedWithinTheGrace) {
   auto loop = MakeLoop();
-  auto probe = TcpListener::Bind(*loop, SocketAddress::Loopback4(0));
-  ASSERT_TRUE(probe.ok());
-  const uint16_t port = (*probe)->port();
-  probe->reset();
-  const int holder = ListenOnLoopback(port);
+  const std::pair<uint16_t, int> in_use = PortInUse(*loop);
+  const uint16_t port = in_use.first;
+  const int holder = in_use.second;
   std::thread release([holder] {
     std::this_thread::sleep_for(50ms);
     ::close(holder);
@@ -76,11 +85,9 @@ TEST(TcpTest, BindTakesAPortReleasedWithinTheGrace) {
 // of 0 (a caller that retries on its own loop) at once.
 TEST(TcpTest, BindOfAPortHeldForGoodFailsAlreadyExists) {
   auto loop = MakeLoop();
-  auto probe = TcpListener::Bind(*loop, SocketAddress::Loopback4(0));
-  ASSERT_TRUE(probe.ok());
-  const uint16_t port = (*probe)->port();
-  probe->reset();
-  const int holder = ListenOnLoopback(port);
+  const std::pair<uint16_t, int> in_use = PortInUse(*loop);
+  const uint16_t port = in_use.first;
+  const int holder = in_use.second;
   for (auto grace : {TcpListener::kAddressInUseGrace, std::chrono::milliseconds(0)}) {
     auto bound = TcpListener::Bind(*loop, SocketAddress::Loopback4(port), 16, grace);
     ASSERT_FALSE(bound.ok());

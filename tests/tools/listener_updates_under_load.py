@@ -16,7 +16,6 @@ first served, or if the connections were not in fact replaced (fewer than
 """
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -85,13 +84,8 @@ def main():
             if not p.alive():
                 problems.append(f'{p.name} exited with status {p.proc.returncode}')
     finally:
-        # uxds call ends 130 after SIGINT, the others 0 after SIGTERM: a crash
-        # or a sanitizer report at shutdown is a failure too.
-        for p in reversed(processes):
-            client = p.name == 'client'
-            rc = p.stop(signal.SIGINT if client else signal.SIGTERM)
-            if rc != (128 + signal.SIGINT if client else 0):
-                problems.append(f'{p.name} exited with {rc} when stopped')
+        # A crash or a sanitizer report at shutdown is a failure too.
+        problems.extend(soak.stop_all(processes))
     calls, failed = counter.calls, counter.calls - counter.ok
     print(f'{UPDATES} Listener updates: {calls} calls, {failed} failed, '
           f'{len(ports)} client connections seen; {counter.summary}')

@@ -344,6 +344,20 @@ def copy_tool(uxds, bin_dir):
     return copies['uxds']
 
 
+def stop_all(processes):
+    """Stops `processes`, the last first: uxds call (named 'client') with
+    SIGINT, the others with SIGTERM. Returns one problem for each that did
+    not exit cleanly (uxds call 128 + SIGINT, the others 0): a crash or a
+    sanitizer report at shutdown."""
+    problems = []
+    for p in reversed(processes):
+        client = p.name == 'client'
+        rc = p.stop(signal.SIGINT if client else signal.SIGTERM)
+        if rc != (128 + signal.SIGINT if client else 0):
+            problems.append(f'{p.name} exited with {rc} when stopped')
+    return problems
+
+
 def settled_fds(processes, counter, timeout=30):
     """Each process's fd count once the client's calls succeed and the
     count has held still for 2 s (every connection made)."""
@@ -548,13 +562,7 @@ def main():
     except Exception as error:  # a harness failure still gets a verdict, CSV and plot
         problems.append(f'the harness failed: {error!r}')
     finally:
-        # uxds call ends 128 + SIGINT after a SIGINT, the others 0 after a
-        # SIGTERM: anything else (a crash, a sanitizer report) is a problem.
-        for p in reversed(processes):
-            client = p.name == 'client'
-            rc = p.stop(signal.SIGINT if client else signal.SIGTERM)
-            if rc != (128 + signal.SIGINT if client else 0):
-                problems.append(f'{p.name} exited with {rc} when stopped')
+        problems.extend(stop_all(processes))
         if control_plane is not None:
             stop_control_plane(control_plane)
         csv.close()
