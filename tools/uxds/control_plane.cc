@@ -190,7 +190,7 @@ int RunControlPlane(const std::vector<std::string>& args) {
   std::unique_ptr<Server> server;
   Status started;
   (*control)->RunSync([&] {
-    ads = std::make_unique<AggregatedDiscoveryService>(*loop, printer);
+    ads = std::make_unique<AggregatedDiscoveryService>(printer);
     if (first->snapshot != nullptr) ads->Publish(first->snapshot);
     auto registry = std::make_shared<ServiceRegistry>();
     ads->Register(*registry);

@@ -4,20 +4,19 @@
 
 namespace uxds::tool {
 
-AggregatedDiscoveryService::AggregatedDiscoveryService(Loop& loop, JsonLinePrinter& printer)
-    : loop_(loop), printer_(printer), snapshot_(std::make_shared<Snapshot>()) {}
+AggregatedDiscoveryService::AggregatedDiscoveryService(JsonLinePrinter& printer)
+    : printer_(printer), snapshot_(std::make_shared<Snapshot>()) {}
 
 AggregatedDiscoveryService::~AggregatedDiscoveryService() = default;
 
 void AggregatedDiscoveryService::Register(ServiceRegistry& registry) {
-  registry.Register(
-      kStreamAggregatedResourcesPath, [this](ServerCall& call) -> Task<Status> {
-        // The stream lives in this coroutine's frame for as long as the call.
-        return [](AggregatedDiscoveryService& service, ServerCall& c) -> Task<Status> {
-          AdsStream stream(service, c);
-          co_return co_await stream.Run();
-        }(*this, call);
-      });
+  registry.Register(kStreamAggregatedResourcesPath, [this](ServerCall& call) -> Task<Status> {
+    // The stream lives in this coroutine's frame for as long as the call.
+    return [](AggregatedDiscoveryService& service, ServerCall& c) -> Task<Status> {
+      AdsStream stream(service, c);
+      co_return co_await stream.Run();
+    }(*this, call);
+  });
 }
 
 void AggregatedDiscoveryService::Publish(std::shared_ptr<const Snapshot> snapshot) {

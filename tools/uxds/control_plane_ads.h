@@ -24,9 +24,9 @@
 #include <set>
 
 #include "control_plane_snapshot.h"
-#include "uxds/service_registry.h"
 #include "json_line_printer.h"
 #include "uxds/loop.h"
+#include "uxds/service_registry.h"
 
 namespace uxds::tool {
 
@@ -46,7 +46,7 @@ class AdsStream;
 
 class AggregatedDiscoveryService {
  public:
-  AggregatedDiscoveryService(Loop& loop, JsonLinePrinter& printer);
+  explicit AggregatedDiscoveryService(JsonLinePrinter& printer);
   ~AggregatedDiscoveryService();
   AggregatedDiscoveryService(const AggregatedDiscoveryService&) = delete;
   AggregatedDiscoveryService& operator=(const AggregatedDiscoveryService&) = delete;
@@ -63,7 +63,6 @@ class AggregatedDiscoveryService {
  private:
   friend class AdsStream;
 
-  Loop& loop_;
   JsonLinePrinter& printer_;
   std::shared_ptr<const Snapshot> snapshot_;
   std::set<AdsStream*> streams_;
