@@ -11,7 +11,7 @@
 namespace uxds::tool {
 namespace {
 
-using Json = nlohmann::json;
+using DemoJson = nlohmann::json;
 
 constexpr char kListenerType[] = "type.googleapis.com/envoy.config.listener.v3.Listener";
 constexpr char kRouteType[] = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration";
@@ -25,14 +25,15 @@ constexpr char kRouterType[] = "type.googleapis.com/envoy.extensions.filters.htt
 constexpr int kPriority0Servers = 4;
 
 // An ADS ConfigSource: RDS and EDS come over the same stream (A27).
-Json AdsConfigSource() { return {{"ads", Json::object()}, {"resource_api_version", "V3"}}; }
+DemoJson AdsConfigSource() { return {{"ads", DemoJson::object()}, {"resource_api_version", "V3"}}; }
 
-Json RouterFilter() { return {{"name", "router"}, {"typed_config", {{"@type", kRouterType}}}}; }
+DemoJson RouterFilter() { return {{"name", "router"}, {"typed_config", {{"@type", kRouterType}}}}; }
 
-Json ClientListener() {
-  Json hcm = {{"@type", kHcmType},
-              {"rds", {{"config_source", AdsConfigSource()}, {"route_config_name", "demo-route"}}},
-              {"http_filters", Json::array({RouterFilter()})}};
+DemoJson ClientListener() {
+  DemoJson hcm = {
+      {"@type", kHcmType},
+      {"rds", {{"config_source", AdsConfigSource()}, {"route_config_name", "demo-route"}}},
+      {"http_filters", DemoJson::array({RouterFilter()})}};
   return {{"@type", kListenerType},
           {"name", kDemoTargetName},
           {"api_listener", {{"api_listener", hcm}}}};
@@ -40,20 +41,20 @@ Json ClientListener() {
 
 // A42: the request hash is the x-user header's; a call without it gets a
 // random hash.
-Json Route() {
-  Json route = {
+DemoJson Route() {
+  DemoJson route = {
       {"match", {{"prefix", ""}}},
       {"route",
        {{"cluster", "demo-cluster"},
-        {"hash_policy", Json::array({{{"header", {{"header_name", kDemoHashHeader}}}}})}}}};
-  return {
-      {"@type", kRouteType},
-      {"name", "demo-route"},
-      {"virtual_hosts",
-       Json::array({{{"name", "demo"}, {"domains", {"*"}}, {"routes", Json::array({route})}}})}};
+        {"hash_policy", DemoJson::array({{{"header", {{"header_name", kDemoHashHeader}}}}})}}}};
+  return {{"@type", kRouteType},
+          {"name", "demo-route"},
+          {"virtual_hosts",
+           DemoJson::array(
+               {{{"name", "demo"}, {"domains", {"*"}}, {"routes", DemoJson::array({route})}}})}};
 }
 
-Json Cluster() {
+DemoJson Cluster() {
   return {{"@type", kClusterType},
           {"name", "demo-cluster"},
           {"type", "EDS"},
@@ -63,15 +64,15 @@ Json Cluster() {
           {"ring_hash_lb_config", {{"minimum_ring_size", "1024"}, {"maximum_ring_size", "4096"}}}};
 }
 
-Json SocketAddress(uint16_t port) {
+DemoJson SocketAddress(uint16_t port) {
   return {{"socket_address", {{"address", "127.0.0.1"}, {"port_value", port}}}};
 }
 
 // One locality per priority (A42 priority over localities).
-Json Endpoints(const std::vector<uint16_t>& ports) {
-  Json localities = Json::array();
+DemoJson Endpoints(const std::vector<uint16_t>& ports) {
+  DemoJson localities = DemoJson::array();
   for (int priority = 0; priority < 2; ++priority) {
-    Json lb_endpoints = Json::array();
+    DemoJson lb_endpoints = DemoJson::array();
     const size_t first = priority == 0 ? 0 : kPriority0Servers;
     const size_t end = priority == 0 ? kPriority0Servers : ports.size();
     for (size_t i = first; i < end; ++i) {
@@ -89,29 +90,31 @@ Json Endpoints(const std::vector<uint16_t>& ports) {
 
 // A36: the Listener an xDS-enabled server on 127.0.0.1:port watches; its
 // inline route lets every RPC reach the server's handlers.
-Json ServerListener(uint16_t port) {
+DemoJson ServerListener(uint16_t port) {
   const std::string address = "127.0.0.1:" + std::to_string(port);
-  Json route_config = {
+  DemoJson route_config = {
       {"name", "local"},
       {"virtual_hosts",
-       Json::array({{{"name", "all"},
-                     {"domains", {"*"}},
-                     {"routes", Json::array({{{"match", {{"prefix", "/"}}},
-                                              {"non_forwarding_action", Json::object()}}})}}})}};
-  Json hcm = {{"@type", kHcmType},
-              {"route_config", route_config},
-              {"http_filters", Json::array({RouterFilter()})}};
+       DemoJson::array(
+           {{{"name", "all"},
+             {"domains", {"*"}},
+             {"routes", DemoJson::array({{{"match", {{"prefix", "/"}}},
+                                          {"non_forwarding_action", DemoJson::object()}}})}}})}};
+  DemoJson hcm = {{"@type", kHcmType},
+                  {"route_config", route_config},
+                  {"http_filters", DemoJson::array({RouterFilter()})}};
   std::string name = kServerListenerTemplate;
   name.replace(name.find("%s"), 2, address);
   return {{"@type", kListenerType},
           {"name", name},
           {"address", SocketAddress(port)},
           {"filter_chains",
-           Json::array({{{"name", "demo"},
-                         {"filters", Json::array({{{"name", "hcm"}, {"typed_config", hcm}}})}}})}};
+           DemoJson::array(
+               {{{"name", "demo"},
+                 {"filters", DemoJson::array({{{"name", "hcm"}, {"typed_config", hcm}}})}}})}};
 }
 
-Status WriteJsonFile(const std::string& path, const Json& json) {
+Status WriteJsonFile(const std::string& path, const DemoJson& json) {
   std::ofstream out(path);
   out << json.dump(2) << "\n";
   out.close();
@@ -137,14 +140,14 @@ StatusOr<std::vector<std::string>> JsonFiles(const std::string& dir) {
 // name; the control plane takes both, so the demo reads both: it renames
 // "lbEndpoints" to "lb_endpoints" (field names are lower_snake_case in the
 // xDS protos), leaving "@type" alone.
-Json SnakeCaseKeys(const Json& json) {
+DemoJson SnakeCaseKeys(const DemoJson& json) {
   if (json.is_array()) {
-    Json out = Json::array();
-    for (const Json& element : json) out.push_back(SnakeCaseKeys(element));
+    DemoJson out = DemoJson::array();
+    for (const DemoJson& element : json) out.push_back(SnakeCaseKeys(element));
     return out;
   }
   if (!json.is_object()) return json;
-  Json out = Json::object();
+  DemoJson out = DemoJson::object();
   for (const auto& [key, value] : json.items()) {
     std::string name;
     for (const char c : key) {
@@ -161,7 +164,7 @@ Json SnakeCaseKeys(const Json& json) {
 }
 
 // A proto3 JSON uint32: a number, or a string of digits.
-bool GetUint32(const Json& value, uint32_t* out) {
+bool GetUint32(const DemoJson& value, uint32_t* out) {
   if (value.is_number_unsigned() && value.get<uint64_t>() <= UINT32_MAX) {
     *out = value.get<uint32_t>();
     return true;
@@ -177,11 +180,11 @@ bool GetUint32(const Json& value, uint32_t* out) {
   return true;
 }
 
-StatusOr<Json> ReadJsonFile(const std::string& path) {
+StatusOr<DemoJson> ReadJsonFile(const std::string& path) {
   std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
-  Json json = Json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  DemoJson json = DemoJson::parse(text.str(), nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded() || !json.is_object()) {
     return InvalidArgumentError(path + ": not a JSON object");
   }
@@ -189,27 +192,27 @@ StatusOr<Json> ReadJsonFile(const std::string& path) {
 }
 
 // The endpoints of one ClusterLoadAssignment, in `path`.
-Status ReadEndpoints(const std::string& path, const Json& cla, DemoConfig& config) {
-  const Json* localities = cla.contains("endpoints") ? &cla["endpoints"] : nullptr;
+Status ReadEndpoints(const std::string& path, const DemoJson& cla, DemoConfig& config) {
+  const DemoJson* localities = cla.contains("endpoints") ? &cla["endpoints"] : nullptr;
   if (localities == nullptr || !localities->is_array()) {
     return InvalidArgumentError(path + ": endpoints: must list localities");
   }
   std::vector<int> per_priority(2, 0);
   for (size_t l = 0; l < localities->size(); ++l) {
-    const Json& locality = (*localities)[l];
+    const DemoJson& locality = (*localities)[l];
     const std::string field = "endpoints[" + std::to_string(l) + "]";
     uint32_t priority = 0;
     if (locality.contains("priority") &&
         (!GetUint32(locality["priority"], &priority) || priority > 1)) {
       return InvalidArgumentError(path + ": " + field + ".priority: the demo needs 0 or 1");
     }
-    const Json lb_endpoints = locality.value("lb_endpoints", Json::array());
+    const DemoJson lb_endpoints = locality.value("lb_endpoints", DemoJson::array());
     for (size_t e = 0; e < lb_endpoints.size(); ++e) {
-      const Json socket =
-          lb_endpoints[e].value("/endpoint/address/socket_address"_json_pointer, Json::object());
+      const DemoJson socket = lb_endpoints[e].value("/endpoint/address/socket_address"_json_pointer,
+                                                    DemoJson::object());
       const std::string ip = socket.value("address", "");
       uint32_t port = 0;
-      if (ip.empty() || !GetUint32(socket.value("port_value", Json()), &port) || port > 65535) {
+      if (ip.empty() || !GetUint32(socket.value("port_value", DemoJson()), &port) || port > 65535) {
         return InvalidArgumentError(path + ": " + field + ".lb_endpoints[" + std::to_string(e) +
                                     "].endpoint.address.socket_address: needs address and "
                                     "port_value");
@@ -231,10 +234,11 @@ Status ReadEndpoints(const std::string& path, const Json& cla, DemoConfig& confi
 }
 
 // The header name of the first header hash policy of a route.
-std::string FindHashHeader(const Json& route_config) {
-  for (const Json& vhost : route_config.value("virtual_hosts", Json::array())) {
-    for (const Json& route : vhost.value("routes", Json::array())) {
-      for (const Json& policy : route.value("/route/hash_policy"_json_pointer, Json::array())) {
+std::string FindHashHeader(const DemoJson& route_config) {
+  for (const DemoJson& vhost : route_config.value("virtual_hosts", DemoJson::array())) {
+    for (const DemoJson& route : vhost.value("routes", DemoJson::array())) {
+      for (const DemoJson& policy :
+           route.value("/route/hash_policy"_json_pointer, DemoJson::array())) {
         const std::string header = policy.value("/header/header_name"_json_pointer, "");
         if (!header.empty()) return header;
       }
@@ -246,10 +250,10 @@ std::string FindHashHeader(const Json& route_config) {
 }  // namespace
 
 Status WriteBuiltInConfig(const std::string& dir, const std::vector<uint16_t>& ports) {
-  std::vector<std::pair<std::string, Json>> files = {{"listener-demo.json", ClientListener()},
-                                                     {"route-demo.json", Route()},
-                                                     {"cluster-demo.json", Cluster()},
-                                                     {"endpoints-demo.json", Endpoints(ports)}};
+  std::vector<std::pair<std::string, DemoJson>> files = {{"listener-demo.json", ClientListener()},
+                                                         {"route-demo.json", Route()},
+                                                         {"cluster-demo.json", Cluster()},
+                                                         {"endpoints-demo.json", Endpoints(ports)}};
   for (uint16_t port : ports) {
     files.emplace_back("listener-server-" + std::to_string(port) + ".json", ServerListener(port));
   }
@@ -267,7 +271,7 @@ StatusOr<DemoConfig> ReadDemoConfig(const std::string& dir, const std::string& t
   config.target = "xds:///" + target_name;
   std::string cla_file;
   for (const std::string& path : *files) {
-    StatusOr<Json> json = ReadJsonFile(path);
+    StatusOr<DemoJson> json = ReadJsonFile(path);
     if (!json.ok()) continue;  // the control plane reports it with its line
     const std::string type = json->value("@type", "");
     if (type == kEndpointType) {
@@ -295,9 +299,10 @@ StatusOr<DemoConfig> ReadDemoConfig(const std::string& dir, const std::string& t
 }
 
 std::string DemoBootstrapJson(const std::string& control_plane) {
-  Json bootstrap = {
-      {"xds_servers", Json::array({{{"server_uri", control_plane},
-                                    {"channel_creds", Json::array({{{"type", "insecure"}}})}}})},
+  DemoJson bootstrap = {
+      {"xds_servers",
+       DemoJson::array({{{"server_uri", control_plane},
+                         {"channel_creds", DemoJson::array({{{"type", "insecure"}}})}}})},
       {"node", {{"id", "uxds-demo"}}},
       {"server_listener_resource_name_template", kServerListenerTemplate}};
   return bootstrap.dump(2);

@@ -13,7 +13,7 @@ namespace uxds::tool {
 namespace {
 
 using namespace std::chrono_literals;
-using Json = nlohmann::json;
+using DemoJson = nlohmann::json;
 
 constexpr std::chrono::milliseconds kPollInterval = 20ms;
 constexpr char kDrainGraceMs[] = "100";
@@ -24,8 +24,8 @@ std::string SelfPath() {
   return n > 0 ? std::string(path, static_cast<size_t>(n)) : "/proc/self/exe";
 }
 
-Json ParseLine(const std::string& line) {
-  return Json::parse(line, nullptr, /*allow_exceptions=*/false);
+DemoJson ParseLine(const std::string& line) {
+  return DemoJson::parse(line, nullptr, /*allow_exceptions=*/false);
 }
 
 }  // namespace
@@ -66,7 +66,7 @@ Task<bool> DemoProcesses::PollUntil(Done done, std::chrono::milliseconds timeout
 void DemoProcesses::DrainControlPlane() {
   if (!control_plane_) return;
   while (std::optional<std::string> line = control_plane_->ReadLine(0ms)) {
-    const Json event = ParseLine(*line);
+    const DemoJson event = ParseLine(*line);
     const std::string kind = event.is_object() ? event.value("event", "") : "";
     if (kind == "file_error") file_errors_.push_back(*line);
     if (kind == "listening") address_ = event.value("address", "");
@@ -118,7 +118,7 @@ Task<Status> DemoProcesses::StartServers(const std::vector<DemoEndpoint>& endpoi
       Subprocess& server = servers_.at(endpoint.name);
       while (std::optional<std::string> line = server.ReadLine(0ms)) {
         last_line[endpoint.name] = *line;
-        const Json status = ParseLine(*line);
+        const DemoJson status = ParseLine(*line);
         serving[endpoint.name] = status.is_object() && status.value("serving", false);
         failed = failed || !serving[endpoint.name];
       }

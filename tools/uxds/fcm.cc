@@ -29,9 +29,9 @@
 namespace uxds::tool {
 namespace {
 
-constexpr const char* kSummary =
+constexpr const char* kFcmSummary =
     "Prints the filter chain an xDS-enabled server's Listener gives each connection.";
-constexpr const char* kDetails =
+constexpr const char* kFcmDetails =
     "Reads one JSON object per line (from FILE, else stdin):\n"
     "  {\"listener\": <an xDS-enabled server's Listener in proto3 JSON>,\n"
     "   \"connections\": [{\"dest_ip\":\"127.0.0.1\",\"dest_port\":8080,\n"
@@ -216,8 +216,8 @@ int RunFcm(const std::vector<std::string>& args) {
   // A converter that died shows up as a failed write, not as SIGPIPE.
   signal(SIGPIPE, SIG_IGN);
   FcmCommand command;
-  CLI::App app{kSummary, "uxds fcm"};
-  app.footer(kDetails);
+  CLI::App app{kFcmSummary, "uxds fcm"};
+  app.footer(kFcmDetails);
   const int exit_code =
       RunJsonLines(app, args, [&command](std::string_view line) { return command.Answer(line); });
   return exit_code == kExitOk && command.converter_failed() ? kExitRuntimeError : exit_code;

@@ -21,9 +21,9 @@
 namespace uxds::tool {
 namespace {
 
-constexpr const char* kSummary =
+constexpr const char* kRingSummary =
     "Prints the ring_hash ring size and the endpoint each request hash picks.";
-constexpr const char* kDetails =
+constexpr const char* kRingDetails =
     "Reads one JSON object per line (from FILE, else stdin):\n"
     "  {\"endpoints\":[{\"address\":\"10.0.0.1:80\",\"weight\":3,\"hash_key\":\"k1\"}, ...],\n"
     "   \"min_ring_size\":1024,\"max_ring_size\":4096,\"ring_size_cap\":4096,\n"
@@ -145,8 +145,8 @@ Json Answer(std::string_view line) {
 }  // namespace
 
 int RunRing(const std::vector<std::string>& args) {
-  CLI::App app{kSummary, "uxds ring"};
-  app.footer(kDetails);
+  CLI::App app{kRingSummary, "uxds ring"};
+  app.footer(kRingDetails);
   return RunJsonLines(app, args, Answer);
 }
 

@@ -45,12 +45,12 @@
 namespace uxds::tool {
 namespace {
 
-using Json = nlohmann::ordered_json;
+using EventJson = nlohmann::ordered_json;
 using Clock = std::chrono::steady_clock;
 
-constexpr const char* kSummary =
+constexpr const char* kWatchSummary =
     "Watches xDS resources and prints every watcher callback as one JSON line.";
-constexpr const char* kDetails =
+constexpr const char* kWatchDetails =
     "Output lines:\n"
     "  "
     "{\"t_ms\":12,\"type\":\"cluster\",\"name\":\"c1\",\"event\":\"resource\",\"version\":\"1\",\n"
@@ -91,8 +91,8 @@ struct WatchArgs {
 // Parses the arguments into *out; nullopt when they are fine, else the exit
 // code (usage error, or 0 after --help).
 std::optional<int> ParseArgs(const std::vector<std::string>& args, WatchArgs* out) {
-  CLI::App app{kSummary, "uxds watch"};
-  app.footer(kDetails);
+  CLI::App app{kWatchSummary, "uxds watch"};
+  app.footer(kWatchDetails);
   app.add_option("--bootstrap", out->bootstrap_file,
                  "xDS bootstrap (gRPC format); default: $GRPC_XDS_BOOTSTRAP, else the JSON in "
                  "$GRPC_XDS_BOOTSTRAP_CONFIG")
@@ -135,17 +135,17 @@ std::optional<int> ParseArgs(const std::vector<std::string>& args, WatchArgs* ou
 }
 
 // {"code":"NOT_FOUND","message":"..."}; no message for OK.
-Json StatusJson(const Status& status) {
-  Json json;
+EventJson StatusJson(const Status& status) {
+  EventJson json;
   json["code"] = std::string(StatusCodeName(status.code()));
   if (!status.message().empty()) json["message"] = status.message();
   return json;
 }
 
 // A resource's JSON summary as a JSON value (as a string if it is not JSON).
-Json ResourceJson(const std::string& text) {
-  Json parsed = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_discarded()) return Json(text);
+EventJson ResourceJson(const std::string& text) {
+  EventJson parsed = EventJson::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded()) return EventJson(text);
   return parsed;
 }
 
@@ -159,9 +159,9 @@ std::atomic<int> g_stdout_errno{0};  // the first failed write's errno
 constexpr int kStdoutFailedSignal = SIGUSR1;
 
 // False once stdout failed (the line is then dropped).
-bool PrintLine(const Json& line) {
+bool PrintLine(const EventJson& line) {
   if (g_stdout_errno.load() != 0) return false;
-  const std::string text = line.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+  const std::string text = line.dump(-1, ' ', false, EventJson::error_handler_t::replace) + "\n";
   errno = 0;
   const bool written =
       std::fwrite(text.data(), 1, text.size(), stdout) == text.size() && std::fflush(stdout) == 0;
@@ -184,7 +184,7 @@ class PrintingWatcher final : public XdsUntypedResourceWatcher {
     if (g_stopping.load(std::memory_order_relaxed)) return;
     const std::optional<XdsResourceSnapshot> entry = CacheEntry();
     if (!resource.ok()) {
-      Json line = Header("error");
+      EventJson line = Header("error");
       if (entry.has_value() && !entry->failed_version.empty())
         line["version"] = entry->failed_version;
       AddServer(entry, line);
@@ -193,7 +193,7 @@ class PrintingWatcher final : public XdsUntypedResourceWatcher {
       return;
     }
     last_error_.clear();
-    Json line = Header("resource");
+    EventJson line = Header("resource");
     // The version the cache holds as the callback runs: the one this resource
     // came with, unless a newer one is already queued behind it.
     if (entry.has_value()) line["version"] = entry->version;
@@ -204,7 +204,7 @@ class PrintingWatcher final : public XdsUntypedResourceWatcher {
 
   void OnAmbientError(Status status) override {
     if (g_stopping.load(std::memory_order_relaxed)) return;
-    Json line = Header("ambient_error");
+    EventJson line = Header("ambient_error");
     const std::optional<XdsResourceSnapshot> entry = CacheEntry();
     if (!status.ok() && entry.has_value() && !entry->failed_version.empty()) {
       line["version"] = entry->failed_version;
@@ -223,17 +223,17 @@ class PrintingWatcher final : public XdsUntypedResourceWatcher {
   // server keeps ending (e.g. over its 10 000-name limit) fails every watch
   // on each retry with the same error, and 10 000 names made 10 000 lines a
   // retry. One line per name per change.
-  void PrintIfChanged(Json& line) {
-    Json key = line;
+  void PrintIfChanged(EventJson& line) {
+    EventJson key = line;
     key.erase("t_ms");
-    std::string text = key.dump(-1, ' ', false, Json::error_handler_t::replace);
+    std::string text = key.dump(-1, ' ', false, EventJson::error_handler_t::replace);
     if (text == last_error_) return;
     last_error_ = std::move(text);
     PrintLine(line);
   }
 
-  Json Header(const char* event) const {
-    Json line;
+  EventJson Header(const char* event) const {
+    EventJson line;
     line["t_ms"] =
         std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start_).count();
     line["type"] = type_.name;
@@ -244,7 +244,7 @@ class PrintingWatcher final : public XdsUntypedResourceWatcher {
 
   // A71: which of the authority's servers the data came from (the primary,
   // or a fallback server).
-  static void AddServer(const std::optional<XdsResourceSnapshot>& entry, Json& line) {
+  static void AddServer(const std::optional<XdsResourceSnapshot>& entry, EventJson& line) {
     if (entry.has_value() && !entry->server_uri.empty()) line["server"] = entry->server_uri;
   }
 
@@ -264,23 +264,23 @@ class PrintingWatcher final : public XdsUntypedResourceWatcher {
 
 // A40, as `uxds watch --csds` prints it: every cache entry with its
 // ClientResourceStatus name, version and last error.
-Json CsdsJson(const XdsClient& client, Clock::time_point start) {
-  Json resources = Json::array();
+EventJson CsdsJson(const XdsClient& client, Clock::time_point start) {
+  EventJson resources = EventJson::array();
   for (const XdsResourceSnapshot& entry : client.Snapshot()) {
-    Json resource;
+    EventJson resource;
     resource["type_url"] = entry.type_url;
     resource["name"] = entry.name;
     resource["client_status"] = std::string(XdsCacheStateName(entry.state));
     if (entry.has_resource) resource["version"] = entry.version;
     if (!entry.server_uri.empty()) resource["server"] = entry.server_uri;
     if (!entry.error.ok()) {
-      Json error = StatusJson(entry.error);
+      EventJson error = StatusJson(entry.error);
       if (!entry.failed_version.empty()) error["version"] = entry.failed_version;
       resource["error"] = std::move(error);
     }
     resources.push_back(std::move(resource));
   }
-  Json line;
+  EventJson line;
   line["t_ms"] =
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
   line["event"] = "csds";
