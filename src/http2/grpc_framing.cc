@@ -55,26 +55,49 @@ Status GrpcDeframer::Feed(std::string_view data, std::deque<std::string>& out) {
                                         std::to_string(max_message_size_) + ")");
         return error_;
       }
-      // Nothing reserved for the declared length: five bytes from a peer
-      // must not make us allocate 4 MiB. The body grows as bytes arrive.
-      body_.clear();
+      // Nothing is reserved for the declared length: five bytes from a peer
+      // must not make us allocate 4 MiB.
+      body_received_ = 0;
+      body_pieces_.clear();
     }
-    const size_t take = std::min(body_length_ - body_.size(), data.size());
-    if (body_.size() < kReserveDeclaredLengthAfter &&
-        body_.size() + take >= kReserveDeclaredLengthAfter) {
-      // Grown by doubling, a 10 MB message is copied again and again, each
-      // time into fresh pages and in one go: tens of milliseconds on the
-      // loop for the last copies. Once the peer has really sent this much,
-      // the rest of the declared length is reserved, so the message is
-      // copied once more (at this size) and never again; the reserved
-      // memory stays virtual until bytes fill it.
-      body_.reserve(body_length_);
+    const size_t take = std::min(body_length_ - body_received_, data.size());
+    if (body_received_ == 0 && take == body_length_) {
+      // The whole body is here (the common case): one allocation, exact.
+      out.emplace_back(data.substr(0, take));
+      data.remove_prefix(take);
+      header_filled_ = 0;
+      body_length_ = 0;
+      continue;
     }
-    body_.append(data.data(), take);
+    // Otherwise it is kept in pieces, each allocated for what has arrived
+    // (at least kPieceSize, which later bytes then fill), and joined once
+    // complete: held memory stays what has arrived, without a buffer grown
+    // by doubling and the copies and freed blocks that leaves behind, so
+    // the server's memory budget can count bytes.
+    for (std::string_view bytes = data.substr(0, take); !bytes.empty();) {
+      if (body_pieces_.empty() || body_pieces_.back().size() == body_pieces_.back().capacity()) {
+        std::string piece;
+        piece.reserve(std::min(body_length_ - body_received_, std::max(bytes.size(), kPieceSize)));
+        body_pieces_.push_back(std::move(piece));
+      }
+      std::string& piece = body_pieces_.back();
+      const size_t n = std::min(bytes.size(), piece.capacity() - piece.size());
+      piece.append(bytes.data(), n);
+      body_received_ += n;
+      bytes.remove_prefix(n);
+    }
     data.remove_prefix(take);
-    if (body_.size() == body_length_) {
-      out.push_back(std::move(body_));
-      body_ = std::string();
+    if (body_received_ == body_length_) {
+      std::string message;
+      message.reserve(body_length_);
+      for (std::string& piece : body_pieces_) {
+        message += piece;
+        std::string().swap(piece);  // at most one piece beside the message
+      }
+      out.push_back(std::move(message));
+      body_pieces_.clear();
+      body_pieces_.shrink_to_fit();
+      body_received_ = 0;
       header_filled_ = 0;
       body_length_ = 0;
     }

@@ -11,6 +11,7 @@
 #include <deque>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "uxds/status.h"
 
@@ -40,15 +41,15 @@ class GrpcDeframer {
       : max_message_size_(max_message_size) {}
 
   Status Feed(std::string_view data, std::deque<std::string>& out);
-  // Bytes of a message that must have arrived before the rest of its
-  // declared length is reserved (see Feed).
-  static constexpr size_t kReserveDeclaredLengthAfter = size_t{1} << 20;
+  // A message that arrives in several pieces is kept in pieces of at least
+  // this size (or its rest), then joined once complete (see Feed).
+  static constexpr size_t kPieceSize = 4 * 1024;
 
   // True while a message has been started but not completed: at end of
   // stream that is a truncated message.
   bool has_partial_message() const { return header_filled_ > 0; }
   // Bytes of the message still arriving (prefix included).
-  size_t partial_size() const { return header_filled_ + body_.size(); }
+  size_t partial_size() const { return header_filled_ + body_received_; }
   const Status& error() const { return error_; }
   size_t max_message_size() const { return max_message_size_; }
 
@@ -58,7 +59,8 @@ class GrpcDeframer {
   uint8_t header_[kGrpcFrameHeaderSize] = {};
   size_t header_filled_ = 0;  // 0..5; 5 while the body is being collected
   size_t body_length_ = 0;
-  std::string body_;
+  size_t body_received_ = 0;
+  std::vector<std::string> body_pieces_;
 };
 
 }  // namespace uxds::http2

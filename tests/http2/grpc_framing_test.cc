@@ -85,6 +85,34 @@ TEST(GrpcFramingTest, PartialMessageIsReported) {
   EXPECT_TRUE(out.empty());
 }
 
+// A message arriving in pieces of every size around kPieceSize is joined
+// byte for byte, and partial_size() counts what has arrived, no more (the
+// server's memory budget is charged with it).
+TEST(GrpcFramingTest, MessageInPiecesIsJoinedAndCountedAsItArrives) {
+  std::string body(3 * GrpcDeframer::kPieceSize + 123, '\0');
+  for (size_t i = 0; i < body.size(); ++i) body[i] = static_cast<char>('a' + i % 26);
+  const std::string framed = Frame(body) + Frame("next");
+  for (size_t piece : {size_t{1}, size_t{7}, GrpcDeframer::kPieceSize - 1, GrpcDeframer::kPieceSize,
+                       GrpcDeframer::kPieceSize + 1, size_t{10000}}) {
+    GrpcDeframer deframer;
+    std::deque<std::string> out;
+    size_t fed = 0;
+    while (fed < framed.size()) {
+      const size_t n = std::min(piece, framed.size() - fed);
+      ASSERT_TRUE(deframer.Feed(std::string_view(framed).substr(fed, n), out).ok());
+      fed += n;
+      if (out.empty()) {
+        EXPECT_EQ(deframer.partial_size(), fed) << "pieces of " << piece;
+      }
+    }
+    ASSERT_EQ(out.size(), 2u) << "pieces of " << piece;
+    EXPECT_EQ(out[0], body) << "pieces of " << piece;
+    EXPECT_EQ(out[0].capacity(), body.size()) << "allocated at its size";
+    EXPECT_EQ(out[1], "next");
+    EXPECT_EQ(deframer.partial_size(), 0u);
+  }
+}
+
 TEST(GrpcFramingTest, MessageAtTheLimitIsAccepted) {
   GrpcDeframer deframer(/*max_message_size=*/10);
   std::deque<std::string> out;
