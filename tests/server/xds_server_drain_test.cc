@@ -261,6 +261,48 @@ TEST_F(XdsServerTest, IdleConnectionsAreDrainedAndFreeTheirSlot) {
   client_loop_->BlockOn(run(this));
 }
 
+// A9 max_connection_age through the xDS-enabled server: a connection kept
+// busy with calls (idleness never drains it here) is still drained once it
+// is old, and a new connection is served.
+TEST_F(XdsServerTest, MaxConnectionAgeDrainsABusyConnection) {
+  const std::string name = ListenerNameFor("127.0.0.1:" + std::to_string(port_));
+  XdsServerOptions options;
+  options.max_connection_idle = milliseconds(0);
+  options.max_connection_age = milliseconds(300);
+  StartServer("127.0.0.1:" + std::to_string(port_), options);
+  SetListener(Version(name, port_, 1), "1");
+  ASSERT_TRUE(WaitForServing().has_value());
+  auto run = [](XdsServerTest* test) -> Task<void> {
+    Loop& loop = *test->client_loop_;
+    auto address = *SocketAddress::FromIpAndPort("127.0.0.1", test->port_);
+    http2::ClientConnectionOptions connect_options;
+    connect_options.connect_timeout = milliseconds(3000);
+    auto connection = co_await http2::ClientConnection::Connect(loop, address, connect_options);
+    EXPECT_TRUE(connection.ok()) << connection.status().ToString();
+    if (!connection.ok()) co_return;
+    int calls = 0;
+    for (int waited = 0; waited < 500 && !(*connection)->closed(); ++waited) {
+      if ((*connection)->usable()) {
+        auto reply = co_await http2::UnaryCall(**connection, "/a.S/M", "");
+        EXPECT_TRUE(reply.ok() || !(*connection)->usable()) << reply.status().ToString();
+        ++calls;
+      }
+      const Status slept = co_await SleepFor(loop, milliseconds(10));
+      (void)slept;
+    }
+    EXPECT_TRUE((*connection)->closed()) << "not drained for its age after " << calls << " calls";
+    EXPECT_GE(calls, 5);
+    co_await (*connection)->Close();
+    auto next = co_await http2::ClientConnection::Connect(loop, address, connect_options);
+    EXPECT_TRUE(next.ok()) << next.status().ToString();
+    if (!next.ok()) co_return;
+    auto reply = co_await http2::UnaryCall(**next, "/a.S/M", "");
+    EXPECT_TRUE(reply.ok()) << reply.status().ToString();
+    co_await (*next)->Close();
+  };
+  client_loop_->BlockOn(run(this));
+}
+
 TEST_F(XdsServerTest, DrainsDuringLoadFromGrpcioFailNoRpc) {
   const std::string name = ListenerNameFor("127.0.0.1:" + std::to_string(port_));
   XdsServerOptions options;
