@@ -227,24 +227,35 @@ TEST_F(XdsServerTest, DrainingConnectionsDoNotCountAgainstMaxConnections) {
   client_loop_->BlockOn(run(this, name));
 }
 
+// Serves version 1 of the Listener for 127.0.0.1:port_ with `options`;
+// true once serving.
+bool ServeListenerWith(XdsServerTest& test, uint16_t port, XdsServerOptions options) {
+  const std::string address = "127.0.0.1:" + std::to_string(port);
+  const std::string name = XdsServerTest::ListenerNameFor(address);
+  test.StartServer(address, std::move(options));
+  test.SetListener(Version(name, port, 1), "1");
+  return test.WaitForServing().has_value();
+}
+
+Task<StatusOr<std::unique_ptr<http2::ClientConnection>>> ConnectTo(Loop& loop, uint16_t port) {
+  http2::ClientConnectionOptions connect_options;
+  connect_options.connect_timeout = milliseconds(3000);
+  co_return co_await http2::ClientConnection::Connect(
+      loop, *SocketAddress::FromIpAndPort("127.0.0.1", port), connect_options);
+}
+
 // XdsServerOptions::max_connection_idle (gRFC A9) reaches every connection:
 // an idle one is drained (GOAWAY, then closed) and frees its
 // max_connections slot for the next client.
 TEST_F(XdsServerTest, IdleConnectionsAreDrainedAndFreeTheirSlot) {
-  const std::string name = ListenerNameFor("127.0.0.1:" + std::to_string(port_));
   XdsServerOptions options;
   options.max_connections = 1;
   options.max_connection_idle = milliseconds(200);
-  StartServer("127.0.0.1:" + std::to_string(port_), options);
-  SetListener(Version(name, port_, 1), "1");
-  ASSERT_TRUE(WaitForServing().has_value());
+  ASSERT_TRUE(ServeListenerWith(*this, port_, options));
   auto run = [](XdsServerTest* test) -> Task<void> {
     Loop& loop = *test->client_loop_;
-    auto address = *SocketAddress::FromIpAndPort("127.0.0.1", test->port_);
-    http2::ClientConnectionOptions connect_options;
-    connect_options.connect_timeout = milliseconds(3000);
     for (int i = 0; i < 2; ++i) {
-      auto connection = co_await http2::ClientConnection::Connect(loop, address, connect_options);
+      auto connection = co_await ConnectTo(loop, test->port_);
       EXPECT_TRUE(connection.ok()) << i << ": " << connection.status().ToString();
       if (!connection.ok()) co_return;
       auto reply = co_await http2::UnaryCall(**connection, "/a.S/M", "");
@@ -265,19 +276,13 @@ TEST_F(XdsServerTest, IdleConnectionsAreDrainedAndFreeTheirSlot) {
 // busy with calls (idleness never drains it here) is still drained once it
 // is old, and a new connection is served.
 TEST_F(XdsServerTest, MaxConnectionAgeDrainsABusyConnection) {
-  const std::string name = ListenerNameFor("127.0.0.1:" + std::to_string(port_));
   XdsServerOptions options;
   options.max_connection_idle = milliseconds(0);
   options.max_connection_age = milliseconds(300);
-  StartServer("127.0.0.1:" + std::to_string(port_), options);
-  SetListener(Version(name, port_, 1), "1");
-  ASSERT_TRUE(WaitForServing().has_value());
+  ASSERT_TRUE(ServeListenerWith(*this, port_, options));
   auto run = [](XdsServerTest* test) -> Task<void> {
     Loop& loop = *test->client_loop_;
-    auto address = *SocketAddress::FromIpAndPort("127.0.0.1", test->port_);
-    http2::ClientConnectionOptions connect_options;
-    connect_options.connect_timeout = milliseconds(3000);
-    auto connection = co_await http2::ClientConnection::Connect(loop, address, connect_options);
+    auto connection = co_await ConnectTo(loop, test->port_);
     EXPECT_TRUE(connection.ok()) << connection.status().ToString();
     if (!connection.ok()) co_return;
     int calls = 0;
@@ -293,7 +298,7 @@ TEST_F(XdsServerTest, MaxConnectionAgeDrainsABusyConnection) {
     EXPECT_TRUE((*connection)->closed()) << "not drained for its age after " << calls << " calls";
     EXPECT_GE(calls, 5);
     co_await (*connection)->Close();
-    auto next = co_await http2::ClientConnection::Connect(loop, address, connect_options);
+    auto next = co_await ConnectTo(loop, test->port_);
     EXPECT_TRUE(next.ok()) << next.status().ToString();
     if (!next.ok()) co_return;
     auto reply = co_await http2::UnaryCall(**next, "/a.S/M", "");
