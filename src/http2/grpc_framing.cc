@@ -88,13 +88,19 @@ Status GrpcDeframer::Feed(std::string_view data, std::deque<std::string>& out) {
     }
     data.remove_prefix(take);
     if (body_received_ == body_length_) {
-      std::string message;
-      message.reserve(body_length_);
-      for (std::string& piece : body_pieces_) {
-        message += piece;
-        std::string().swap(piece);  // at most one piece beside the message
+      if (body_pieces_.size() == 1) {
+        out.push_back(std::move(body_pieces_.front()));  // already its size
+      } else {
+        // Each piece is freed once copied, so the message and its pieces
+        // overlap only while it is being joined.
+        std::string message;
+        message.reserve(body_length_);
+        for (std::string& piece : body_pieces_) {
+          message += piece;
+          std::string().swap(piece);
+        }
+        out.push_back(std::move(message));
       }
-      out.push_back(std::move(message));
       body_pieces_.clear();
       body_pieces_.shrink_to_fit();
       body_received_ = 0;

@@ -159,10 +159,11 @@ TEST_F(Http2Test, ConnectionBufferingIsBoundedAgainstUnfinishedLargeMessages) {
 #endif
 #ifdef UXDS_MEASURE_RSS
     // Under a sanitizer the allocator keeps freed memory in quarantine, so
-    // the resident size says little. Elsewhere it stays within twice the
-    // bound: a message buffer grows by doubling, and Meson's MALLOC_PERTURB_
-    // touches every byte of the capacity it allocates.
-    EXPECT_LE(resident_after - std::min(resident_before, resident_after), 2 * bound)
+    // the resident size says little. Elsewhere it stays near what was
+    // accepted: a partial message is held in pieces allocated for what has
+    // arrived, so even Meson's MALLOC_PERTURB_, which touches every byte
+    // allocated, finds little beyond it.
+    EXPECT_LE(resident_after - std::min(resident_before, resident_after), bound + bound / 4)
         << "resident " << resident_before << " -> " << resident_after;
 #endif
     probe_->release.Set();
