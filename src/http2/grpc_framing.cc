@@ -71,9 +71,10 @@ Status GrpcDeframer::Feed(std::string_view data, std::deque<std::string>& out) {
     }
     // Otherwise it is kept in pieces, each allocated for what has arrived
     // (at least kPieceSize, which later bytes then fill), and joined once
-    // complete: held memory stays what has arrived, without a buffer grown
-    // by doubling and the copies and freed blocks that leaves behind, so
-    // the server's memory budget can count bytes.
+    // complete: held memory stays what has arrived (what the connection's
+    // flow-control accounting counts), without a buffer grown by doubling
+    // and the copies and freed blocks that leaves behind. The price is one
+    // more copy of a message that spans several DATA frames.
     for (std::string_view bytes = data.substr(0, take); !bytes.empty();) {
       if (body_pieces_.empty() || body_pieces_.back().size() == body_pieces_.back().capacity()) {
         std::string piece;

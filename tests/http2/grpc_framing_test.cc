@@ -87,7 +87,7 @@ TEST(GrpcFramingTest, PartialMessageIsReported) {
 
 // A message arriving in pieces of every size around kPieceSize is joined
 // byte for byte, and partial_size() counts what has arrived, no more (the
-// server's memory budget is charged with it).
+// connection's flow-control accounting is charged with it).
 TEST(GrpcFramingTest, MessageInPiecesIsJoinedAndCountedAsItArrives) {
   std::string body(3 * GrpcDeframer::kPieceSize + 123, '\0');
   for (size_t i = 0; i < body.size(); ++i) body[i] = static_cast<char>('a' + i % 26);
