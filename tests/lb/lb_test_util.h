@@ -13,6 +13,7 @@
 #include "lb/lb_policy.h"
 #include "lb/subchannel.h"
 #include "runtime/socket_address.h"
+#include "support/loopback_sockets.h"
 #include "uxds/loop.h"
 
 namespace uxds::lb_testing {
@@ -43,22 +44,9 @@ class Backend {
   std::unique_ptr<TaskGroup> serving_;
 };
 
-// A loopback port nothing listens on: connections are refused at once.
-SocketAddress RefusedAddress();
-
-// A listener that never accepts: TCP connects (the kernel completes the
-// handshake), the server's SETTINGS never come, so a subchannel stays
-// CONNECTING until its connect timeout.
-class Blackhole {
- public:
-  Blackhole();
-  ~Blackhole();
-  SocketAddress address() const { return SocketAddress::Loopback4(port_); }
-
- private:
-  int fd_ = -1;
-  uint16_t port_ = 0;
-};
+// Refused and silent loopback endpoints (tests/support/loopback_sockets.h).
+using testing::Blackhole;
+using testing::RefusedAddress;
 
 // Subchannel options with test-sized backoff (100 ms, x1.6, no jitter).
 SubchannelOptions FastSubchannelOptions();

@@ -8,9 +8,6 @@
 // The servers' copies of a Cluster differ in connect_timeout (primary 1000
 // ms, secondary 2000 ms, tertiary 3000 ms), so each update names its source.
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <memory>
@@ -18,6 +15,7 @@
 #include <vector>
 
 #include "envoy/config/cluster/v3/cluster.pb.h"
+#include "support/loopback_sockets.h"
 #include "uxds/xds_client_pool.h"
 #include "uxds/xds_resources.h"
 #include "xds_client_test_fixture.h"
@@ -308,28 +306,15 @@ TEST_F(XdsClientFallbackTest, APrimaryThatNeverAnswersTimesOutWithoutFallback) {
 // proxy): connect_timeout ends the attempt as a connectivity failure, so
 // the secondary serves, and the watcher never hears of the primary.
 TEST_F(XdsClientFallbackTest, APrimaryThatAcceptsAndSendsNothingFallsBackAfterConnectTimeout) {
-  // The kernel completes the handshake from the listen backlog; nothing is
-  // ever read or written.
-  const int mute = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ASSERT_GE(mute, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  ASSERT_EQ(::bind(mute, reinterpret_cast<sockaddr*>(&address), length), 0);
-  ASSERT_EQ(::listen(mute, 16), 0);
-  ASSERT_EQ(::getsockname(mute, reinterpret_cast<sockaddr*>(&address), &length), 0);
-  const std::string mute_target = "127.0.0.1:" + std::to_string(ntohs(address.sin_port));
-
+  const Blackhole mute;
   ASSERT_TRUE(Serve(*secondary_, {"c1"}, kSecondaryTimeoutMs, "s1"));
   XdsClientOptions options = TestOptions();
   options.connect_timeout = milliseconds(500);
-  StartClient(MakeBootstrapWithServers({mute_target, secondary_->target()}), options);
+  StartClient(MakeBootstrapWithServers({mute.target(), secondary_->target()}), options);
   auto c1 = Watch(TestClusterType::Get(), "c1");
   EXPECT_TRUE(NextIsCluster(*c1, "c1", kSecondaryTimeoutMs));
   EXPECT_EQ(Entry(kClusterTypeUrl, "c1").server_uri, secondary_->target());
   EXPECT_TRUE(NoMoreEvents(*c1));
-  ::close(mute);
 }
 
 // A71 down a list of three: the primary and the secondary are down, the
