@@ -65,6 +65,8 @@ inline constexpr std::chrono::milliseconds kNoTimeLimit = std::chrono::milliseco
 // stayed silent, so such clients cannot keep new ones out for good. A gRPC
 // client leaves gracefully on the GOAWAY and reconnects for its next call.
 inline constexpr std::chrono::milliseconds kDefaultMaxConnectionIdle{300'000};
+// The default request_memory_budget: 256 MiB for the whole server.
+inline constexpr size_t kDefaultRequestMemoryBudget = size_t{256} << 20;
 
 struct XdsServerOptions {
   // A36: "a default grace period of 10 minutes for long-lived RPCs".
@@ -98,6 +100,9 @@ struct XdsServerOptions {
   // A connection whose HTTP/2 preface and SETTINGS have not arrived within
   // this is closed.
   std::chrono::milliseconds handshake_timeout{10'000};
+  // The same as ServerOptions::request_memory_budget, shared by the
+  // connections of the current Listener and those still draining.
+  size_t request_memory_budget = kDefaultRequestMemoryBudget;
 };
 
 class XdsServer {
@@ -172,6 +177,14 @@ struct ServerOptions {
   // A connection whose HTTP/2 preface and SETTINGS have not arrived within
   // this is closed (a client that connects and stays silent).
   std::chrono::milliseconds handshake_timeout{10'000};
+  // One bound on the request bytes all connections hold: messages not yet
+  // read by handlers, messages still arriving, and the flow-control credit
+  // granted beyond HTTP/2's initial 64 KiB. Past it, peers get no more
+  // credit (so they stop sending) until handlers read; if unfinished
+  // messages hold half of it, the largest is dropped and its call ends
+  // RESOURCE_EXHAUSTED, so the server never stalls for good.
+  // 0: no server-wide bound (each connection still has its own).
+  size_t request_memory_budget = kDefaultRequestMemoryBudget;
 };
 
 namespace http2 {

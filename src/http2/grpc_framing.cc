@@ -112,4 +112,12 @@ Status GrpcDeframer::Feed(std::string_view data, std::deque<std::string>& out) {
   return OkStatus();
 }
 
+void GrpcDeframer::Abandon(Status reason) {
+  error_ = std::move(reason);
+  header_filled_ = 0;
+  body_length_ = 0;
+  body_received_ = 0;
+  std::vector<std::string>().swap(body_pieces_);
+}
+
 }  // namespace uxds::http2

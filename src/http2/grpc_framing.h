@@ -51,6 +51,9 @@ class GrpcDeframer {
   // Bytes of the message still arriving (prefix included).
   size_t partial_size() const { return header_filled_ + body_received_; }
   const Status& error() const { return error_; }
+  // Drops the message still arriving and makes `reason` the error every
+  // later Feed() returns.
+  void Abandon(Status reason);
   size_t max_message_size() const { return max_message_size_; }
 
  private:

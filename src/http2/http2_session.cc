@@ -12,9 +12,13 @@ namespace {
 constexpr size_t kReadBufferSize = 32 * 1024;
 // mem_send output is gathered up to this size before one transport write.
 constexpr size_t kWriteBatchSize = 64 * 1024;
-// We return connection-level credit as soon as bytes arrive, so this only
-// has to cover the bandwidth-delay product.
+// Without a memory budget we return connection-level credit as soon as
+// bytes arrive, so this only has to cover the bandwidth-delay product. With
+// one, a connection's window grows to this as its peer fills it.
 constexpr int32_t kConnectionWindowSize = 16 * 1024 * 1024;
+// HTTP/2's initial connection window: credit a peer has before any
+// WINDOW_UPDATE, which the memory budget leaves free of charge.
+constexpr size_t kFreeConnectionCredit = NGHTTP2_INITIAL_CONNECTION_WINDOW_SIZE;
 
 std::string_view View(const uint8_t* data, size_t length) {
   return std::string_view(reinterpret_cast<const char*>(data), length);
@@ -93,9 +97,15 @@ struct Http2SessionCallbacks {
   }
 
   static int OnDataChunkRecv(nghttp2_session* session, uint8_t /*flags*/, int32_t stream_id,
-                             const uint8_t* data, size_t length, void* /*user_data*/) {
-    // Connection credit goes back at once: only stream windows push back.
-    nghttp2_session_consume_connection(session, length);
+                             const uint8_t* data, size_t length, void* user_data) {
+    // Without a memory budget connection credit goes back at once: only
+    // stream windows push back. With one, the read loop returns it once
+    // mem_recv is done, if the budget has room.
+    if (Http2Session* self = Self(user_data); self->budget_joined_) {
+      self->owed_connection_credit_ += length;
+    } else {
+      nghttp2_session_consume_connection(session, length);
+    }
     if (Http2Stream* stream = StreamOf(session, stream_id)) {
       stream->OnData(data, length);
     } else {
@@ -166,6 +176,7 @@ Http2Session::Http2Session(Loop& loop, std::unique_ptr<ByteStream> transport, Ro
       linger_timer_(loop) {}
 
 Http2Session::~Http2Session() {
+  ReleaseBudget();
   linger_timer_.Cancel();
   if (session_ != nullptr) nghttp2_session_del(session_);
 }
@@ -177,8 +188,16 @@ nghttp2_data_provider Http2Session::StreamDataProvider() {
   return provider;
 }
 
-void Http2Session::AdjustBuffered(size_t before, size_t after) {
+void Http2Session::AdjustBuffered(Http2Stream* stream, size_t before, size_t after,
+                                  size_t unfinished_before, size_t unfinished_after) {
   buffered_bytes_ = buffered_bytes_ - before + after;
+  unfinished_bytes_ = unfinished_bytes_ - unfinished_before + unfinished_after;
+  if (unfinished_before == 0 && unfinished_after > 0) {
+    unfinished_streams_.push_back(stream);
+  } else if (unfinished_before > 0 && unfinished_after == 0) {
+    std::erase(unfinished_streams_, stream);
+  }
+  ChargeBudget();
   if (after >= before || credit_waiters_.empty() ||
       buffered_bytes_ >= options_.max_buffered_bytes) {
     return;
@@ -191,6 +210,74 @@ void Http2Session::AdjustBuffered(size_t before, size_t after) {
     stream->waiting_for_connection_credit_ = false;
     stream->ReturnCredit();
   }
+}
+
+void Http2Session::ChargeBudget() {
+  if (!budget_joined_) return;
+  const size_t held_before = std::exchange(budget_held_, buffered_bytes_);
+  const size_t unfinished_before = std::exchange(budget_unfinished_, unfinished_bytes_);
+  // May tell waiters (this session among them) that there is room.
+  options_.memory_budget->Recharge(held_before, budget_held_, unfinished_before,
+                                   budget_unfinished_);
+}
+
+void Http2Session::ReturnOwedConnectionCredit() {
+  if (!budget_joined_ || closed_ || session_ == nullptr) return;
+  RequestMemoryBudget& budget = *options_.memory_budget;
+  if (owed_connection_credit_ == 0) {
+    budget.ForgetWaiter(this);
+    return;
+  }
+  if (!budget.has_room()) {
+    // Told once there is room. This may abandon unfinished messages (ours
+    // too) to make room, and so return our credit before it returns.
+    budget.WaitForRoom(this);
+    return;
+  }
+  budget.ForgetWaiter(this);
+  const size_t returned = std::exchange(owed_connection_credit_, 0);
+  nghttp2_session_consume_connection(session_, returned);
+  // The peer has filled a whole window since it last grew: grow it (double,
+  // up to kConnectionWindowSize) if the budget allows, so one connection's
+  // throughput is not capped at 64 KiB per round trip.
+  used_since_window_growth_ += returned;
+  const size_t window = kFreeConnectionCredit + window_growth_;
+  if (used_since_window_growth_ >= window && window < size_t{kConnectionWindowSize}) {
+    const size_t more = std::min(window, size_t{kConnectionWindowSize} - window);
+    if (budget.TryGrowWindow(more)) {
+      if (nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0,
+                                                static_cast<int32_t>(window + more)) == 0) {
+        window_growth_ += more;
+        used_since_window_growth_ = 0;
+      } else {
+        budget.ReleaseGrowth(more);
+      }
+    }
+  }
+  WakeWriter();
+}
+
+void Http2Session::OnBudgetRoom() {
+  // Inside mem_recv the read loop returns credit once the chunk is counted.
+  if (!in_receive_) ReturnOwedConnectionCredit();
+}
+
+void Http2Session::AbandonLargestUnfinished(const Status& reason) {
+  Http2Stream* largest = nullptr;
+  for (Http2Stream* stream : unfinished_streams_) {
+    if (largest == nullptr || stream->accounted_unfinished_ > largest->accounted_unfinished_) {
+      largest = stream;
+    }
+  }
+  if (largest != nullptr) largest->AbandonPartialMessage(reason);
+}
+
+void Http2Session::ReleaseBudget() {
+  if (!std::exchange(budget_joined_, false)) return;
+  RequestMemoryBudget& budget = *options_.memory_budget;
+  budget.Leave(this);
+  budget.Recharge(std::exchange(budget_held_, 0), 0, std::exchange(budget_unfinished_, 0), 0);
+  budget.ReleaseGrowth(std::exchange(window_growth_, 0));
 }
 
 void Http2Session::WaitForConnectionCredit(Http2Stream* stream) {
@@ -247,11 +334,16 @@ Status Http2Session::Start() {
     settings.push_back({NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, options_.max_concurrent_streams});
   }
   int err = nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings.data(), settings.size());
-  if (err == 0) {
+  if (err == 0 && options_.memory_budget == nullptr) {
     err = nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0,
                                                 kConnectionWindowSize);
   }
   if (err != 0) return InternalError(std::string("nghttp2 SETTINGS: ") + nghttp2_strerror(err));
+  if (options_.memory_budget != nullptr) {
+    // No credit ahead: the peer starts with HTTP/2's initial window.
+    options_.memory_budget->Join(this);
+    budget_joined_ = true;
+  }
 
   tasks_.Spawn(ReadLoop());
   tasks_.Spawn(WriteLoop());
@@ -280,6 +372,7 @@ void Http2Session::CloseNow(Status reason) {
     FailAllStreams(close_reason_);
   }
   linger_timer_.Cancel();
+  ReleaseBudget();
   transport_->Close();
   tasks_.Cancel();
   state_changed_.NotifyAll();
@@ -316,7 +409,9 @@ Task<void> Http2Session::ReadLoop() {
       CloseNow(std::move(reason));
       co_return;
     }
+    in_receive_ = true;
     const ssize_t rv = nghttp2_session_mem_recv(session_, buffer.get(), *n);
+    in_receive_ = false;
     if (closed_) co_return;
     if (rv < 0) {
       std::string what = nghttp2_strerror(static_cast<int>(rv));
@@ -326,6 +421,7 @@ Task<void> Http2Session::ReadLoop() {
                  NGHTTP2_PROTOCOL_ERROR);
       co_return;
     }
+    ReturnOwedConnectionCredit();
     WakeWriter();
   }
 }

@@ -25,6 +25,7 @@
 
 #include "http2/async_condition.h"
 #include "http2/grpc_framing.h"
+#include "http2/request_memory_budget.h"
 #include "runtime/byte_stream.h"
 #include "uxds/loop.h"
 #include "uxds/status.h"
@@ -55,9 +56,12 @@ struct Http2SessionOptions {
   size_t max_buffered_bytes = kDefaultMaxConnectionBufferedBytes;
   std::chrono::milliseconds keepalive_time{0};  // 0: no keepalive PINGs
   std::chrono::milliseconds keepalive_timeout{20000};
+  // Server: the budget this connection shares with the server's others
+  // (null: connection credit is returned as soon as bytes arrive).
+  std::shared_ptr<RequestMemoryBudget> memory_budget;
 };
 
-class Http2Session {
+class Http2Session : private RequestMemoryBudget::Member {
  public:
   enum class Role { kClient, kServer };
 
@@ -162,9 +166,30 @@ class Http2Session {
   bool closed_ = false;
   Status close_reason_;
   bool settings_received_ = false;
-  // Stream flow-control accounting (Http2Stream::UpdateBuffered).
+  // Stream flow-control accounting (Http2Stream::UpdateBuffered): what
+  // `stream` holds went from `before` to `after` bytes, of which its message
+  // still arriving from `unfinished_before` to `unfinished_after`.
   friend class Http2Stream;
-  void AdjustBuffered(size_t before, size_t after);
+  void AdjustBuffered(Http2Stream* stream, size_t before, size_t after, size_t unfinished_before,
+                      size_t unfinished_after);
+  // With a memory budget (server): what this connection holds is charged to
+  // it, and the connection credit its peer used is returned only while it
+  // has room (see RequestMemoryBudget).
+  void ChargeBudget();
+  void ReturnOwedConnectionCredit();
+  void ReleaseBudget();
+  void OnBudgetRoom() override;
+  size_t unfinished_bytes() const override { return unfinished_bytes_; }
+  void AbandonLargestUnfinished(const Status& reason) override;
+  bool budget_joined_ = false;
+  bool in_receive_ = false;  // inside nghttp2_session_mem_recv
+  size_t budget_held_ = 0;   // charged to the budget
+  size_t budget_unfinished_ = 0;
+  size_t owed_connection_credit_ = 0;  // received, not yet returned
+  size_t window_growth_ = 0;           // connection window beyond HTTP/2's initial one
+  size_t used_since_window_growth_ = 0;
+  size_t unfinished_bytes_ = 0;
+  std::vector<Http2Stream*> unfinished_streams_;  // holding part of a message
   void WaitForConnectionCredit(Http2Stream* stream);
   void ForgetCreditWaiter(Http2Stream* stream);
   size_t buffered_bytes_ = 0;

@@ -22,16 +22,27 @@ void Http2Stream::ForgetSession() {
   if (session_ == nullptr) return;
   session_->ForgetCreditWaiter(this);
   if (std::exchange(in_write_batch_, false)) session_->ForgetBatchStream(this);
-  session_->AdjustBuffered(accounted_bytes_, 0);
+  session_->AdjustBuffered(this, accounted_bytes_, 0, accounted_unfinished_, 0);
   accounted_bytes_ = 0;
+  accounted_unfinished_ = 0;
   session_ = nullptr;
 }
 
 void Http2Stream::UpdateBuffered() {
   if (session_ == nullptr) return;
-  const size_t now = received_bytes_ + deframer_.partial_size();
+  const size_t unfinished = deframer_.partial_size();
+  const size_t now = received_bytes_ + unfinished;
   const size_t before = std::exchange(accounted_bytes_, now);
-  session_->AdjustBuffered(before, now);
+  const size_t unfinished_before = std::exchange(accounted_unfinished_, unfinished);
+  session_->AdjustBuffered(this, before, now, unfinished_before, unfinished);
+}
+
+void Http2Stream::AbandonPartialMessage(Status reason) {
+  if (session_ == nullptr || !deframer_.error().ok()) return;
+  deframer_.Abandon(reason);  // frees the pieces; later bytes are dropped
+  UpdateBuffered();
+  ReturnCredit();
+  OnReceiveError(std::move(reason));  // may destroy *this
 }
 
 void Http2Stream::OnSendEnd(uint32_t* data_flags) { *data_flags |= NGHTTP2_DATA_FLAG_EOF; }

@@ -4,7 +4,8 @@
 //
 // Flow control: automatic WINDOW_UPDATE is off. The connection window is
 // returned as soon as bytes arrive (so one slow stream cannot stall the
-// others). A stream's window is returned only while the stream holds less
+// others), or, on a server with a memory budget, as soon as the budget has
+// room (RequestMemoryBudget). A stream's window is returned only while the stream holds less
 // than a window's worth of received bytes (complete messages not yet read
 // plus the message still arriving), with one exception: a single message
 // larger than the window, with nothing unread before it, keeps getting
@@ -120,6 +121,9 @@ class Http2Stream {
   void ReturnCredit();
   // Tells the session how many received bytes this stream now holds.
   void UpdateBuffered();
+  // The server's memory budget needs room: drops the message still
+  // arriving (and every later byte) and ends the call with `reason`.
+  void AbandonPartialMessage(Status reason);
 
   std::string send_buffer_;
   size_t send_offset_ = 0;
@@ -128,9 +132,10 @@ class Http2Stream {
   uint64_t written_total_ = 0;
   bool in_write_batch_ = false;
   std::deque<std::string> received_;
-  size_t received_bytes_ = 0;    // framed size of the messages in received_
-  size_t uncredited_bytes_ = 0;  // received but not yet returned to the window
-  size_t accounted_bytes_ = 0;   // what the session counts for this stream
+  size_t received_bytes_ = 0;        // framed size of the messages in received_
+  size_t uncredited_bytes_ = 0;      // received but not yet returned to the window
+  size_t accounted_bytes_ = 0;       // what the session counts for this stream
+  size_t accounted_unfinished_ = 0;  // of those, the message still arriving
   bool waiting_for_connection_credit_ = false;
 };
 

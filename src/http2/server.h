@@ -65,6 +65,10 @@ class Server {
   uint64_t refused_connections() const { return refused_connections_; }
   // Accepts that failed (EMFILE, ENFILE...), each followed by a pause.
   uint64_t accept_errors() const { return accept_pause_.accept_errors(); }
+  // The request memory budget its connections share (null: none).
+  const detail::RequestMemoryBudget* memory_budget() const {
+    return options_.shared_memory_budget.get();
+  }
 
  private:
   Server(Loop& loop, std::unique_ptr<TcpListener> listener,

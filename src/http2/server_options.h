@@ -9,6 +9,7 @@
 
 #include "http2/grpc_framing.h"
 #include "http2/http2_session.h"
+#include "http2/request_memory_budget.h"
 #include "tls/tls_context.h"
 
 namespace uxds::http2 {
@@ -64,6 +65,22 @@ struct ServerOptions {
   uint32_t initial_stream_window_size = detail::kDefaultStreamWindowSize;
   // Limit on received request headers (HTTP/2 header list size).
   uint32_t max_metadata_size = detail::kDefaultMaxHeaderListSize;
+  // One bound on the request bytes all connections hold, with the
+  // connection-level credit their peers have (see RequestMemoryBudget);
+  // 0: none. Server and the xDS-enabled server's listener share one budget
+  // among their connections; a ServerConnection made alone has its own.
+  size_t request_memory_budget = detail::kDefaultRequestMemoryBudget;
+  // The shared budget itself (set by ShareMemoryBudget).
+  std::shared_ptr<detail::RequestMemoryBudget> shared_memory_budget;
 };
+
+// Gives `options` the budget its connections will share, once.
+inline ServerOptions ShareMemoryBudget(ServerOptions options) {
+  if (options.request_memory_budget > 0 && options.shared_memory_budget == nullptr) {
+    options.shared_memory_budget =
+        std::make_shared<detail::RequestMemoryBudget>(options.request_memory_budget);
+  }
+  return options;
+}
 
 }  // namespace uxds::http2

@@ -20,6 +20,7 @@ Http2SessionOptions SessionOptionsFor(const ServerOptions& options) {
   session.max_buffered_bytes = options.max_buffered_bytes;
   session.keepalive_time = options.keepalive_time;
   session.keepalive_timeout = options.keepalive_timeout;
+  session.memory_budget = ShareMemoryBudget(options).shared_memory_budget;
   return session;
 }
 

@@ -6,6 +6,8 @@
 
 namespace uxds {
 
+static_assert(kDefaultRequestMemoryBudget == http2::detail::kDefaultRequestMemoryBudget);
+
 // The public default is the transport's.
 static_assert(ServerOptions{}.max_receive_message_size == http2::kDefaultMaxReceiveMessageSize);
 static_assert(kDefaultMaxConnectionIdle == http2::kDefaultMaxConnectionIdle);
@@ -26,6 +28,7 @@ StatusOr<std::unique_ptr<Server>> Server::Listen(Loop& loop, std::string_view ad
   http2_options.max_connection_age = options.max_connection_age;
   http2_options.max_connection_age_grace = options.max_connection_age_grace;
   http2_options.handshake_timeout = options.handshake_timeout;
+  http2_options.request_memory_budget = options.request_memory_budget;
   StatusOr<std::unique_ptr<http2::Server>> server =
       http2::Server::Listen(loop, *parsed, std::move(registry), std::move(http2_options));
   if (!server.ok()) return server.status();

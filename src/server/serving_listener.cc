@@ -10,13 +10,18 @@ namespace {
 // and close before Shutdown() cancels it.
 constexpr std::chrono::milliseconds kShutdownBackstop{2'000};
 
+ServingListenerOptions WithSharedMemoryBudget(ServingListenerOptions options) {
+  options.connection_options = http2::ShareMemoryBudget(std::move(options.connection_options));
+  return options;
+}
+
 }  // namespace
 
 ServingListener::ServingListener(Loop& loop, SocketAddress address, ServingListenerOptions options,
                                  std::function<void(Status)> on_bind_status)
     : loop_(loop),
       address_(std::move(address)),
-      options_(std::move(options)),
+      options_(WithSharedMemoryBudget(std::move(options))),
       on_bind_status_(std::move(on_bind_status)),
       accept_task_(loop),
       accept_pause_(loop, "xDS-enabled server on " + address_.ToString()),

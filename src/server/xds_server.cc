@@ -99,6 +99,7 @@ StatusOr<std::unique_ptr<XdsServer>> XdsServer::Create(
   listener_options.connection_options.max_connection_age_grace =
       impl->options.max_connection_age_grace;
   listener_options.connection_options.handshake_timeout = impl->options.handshake_timeout;
+  listener_options.connection_options.request_memory_budget = impl->options.request_memory_budget;
   // Bind results travel back to the control thread, where the reporter lives.
   Loop* control = &impl->control_loop;
   std::shared_ptr<server::ServingStatusReporter> reporter = impl->reporter;

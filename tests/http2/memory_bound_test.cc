@@ -13,10 +13,24 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <string_view>
 #include <thread>
+#include <vector>
 
 #include "http2_test_util.h"
 #include "runtime/tcp_socket.h"
+
+// Resident sizes are checked only without a sanitizer, whose allocator
+// keeps freed memory in quarantine.
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if defined(__has_feature)
+#if !__has_feature(address_sanitizer) && !__has_feature(thread_sanitizer)
+#define UXDS_MEASURE_RSS 1
+#endif
+#else
+#define UXDS_MEASURE_RSS 1
+#endif
+#endif
 
 namespace uxds::http2::testing {
 namespace {
@@ -39,6 +53,16 @@ struct HostileClient {
   int fd = -1;
   size_t data_sent = 0;
   std::vector<size_t> sent_per_stream = std::vector<size_t>(kStreams * 2 + 2, 0);
+  int resource_exhausted = 0;  // calls the server ended with grpc-status 8
+
+  static int OnHeader(nghttp2_session*, const nghttp2_frame*, const uint8_t* name, size_t namelen,
+                      const uint8_t* value, size_t valuelen, uint8_t, void* user) {
+    if (std::string_view(reinterpret_cast<const char*>(name), namelen) == "grpc-status" &&
+        std::string_view(reinterpret_cast<const char*>(value), valuelen) == "8") {
+      ++static_cast<HostileClient*>(user)->resource_exhausted;
+    }
+    return 0;
+  }
 
   static ssize_t Send(nghttp2_session*, const uint8_t* data, size_t length, int, void* user) {
     auto* self = static_cast<HostileClient*>(user);
@@ -67,7 +91,9 @@ struct HostileClient {
     return static_cast<ssize_t>(n);
   }
 
-  void Run(uint16_t port) {
+  // Sends until the server stops granting credit for half a second or, with
+  // `stop`, until it is set.
+  void Run(uint16_t port, const std::atomic<bool>* stop = nullptr) {
     fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -77,6 +103,7 @@ struct HostileClient {
     nghttp2_session_callbacks* callbacks;
     nghttp2_session_callbacks_new(&callbacks);
     nghttp2_session_callbacks_set_send_callback(callbacks, Send);
+    nghttp2_session_callbacks_set_on_header_callback(callbacks, OnHeader);
     nghttp2_session* session;
     nghttp2_session_client_new(&session, callbacks, this);
     nghttp2_session_callbacks_del(callbacks);
@@ -97,11 +124,12 @@ struct HostileClient {
     for (int i = 0; i < kStreams; ++i) {
       nghttp2_submit_request(session, nullptr, headers, std::size(headers), &body, nullptr);
     }
-    // Send until the server stops granting credit for half a second.
     auto last_progress = std::chrono::steady_clock::now();
     size_t last_sent = 0;
     std::vector<uint8_t> in(64 * 1024);
-    while (std::chrono::steady_clock::now() - last_progress < std::chrono::milliseconds(500)) {
+    while (stop != nullptr ? !stop->load()
+                           : std::chrono::steady_clock::now() - last_progress <
+                                 std::chrono::milliseconds(500)) {
       if (nghttp2_session_send(session) != 0) break;
       pollfd p{fd, POLLIN, 0};
       if (::poll(&p, 1, 20) > 0) {
@@ -115,7 +143,7 @@ struct HostileClient {
         last_sent = data_sent;
         last_progress = std::chrono::steady_clock::now();
       }
-      if (data_sent > size_t{512} * 1024 * 1024) break;  // clearly unbounded
+      if (stop == nullptr && data_sent > size_t{512} * 1024 * 1024) break;  // clearly unbounded
     }
     nghttp2_session_del(session);
   }
@@ -148,15 +176,6 @@ TEST_F(Http2Test, ConnectionBufferingIsBoundedAgainstUnfinishedLargeMessages) {
                          defaults.max_buffered_bytes + 64 * 1024;
     EXPECT_LE(client.data_sent, bound) << "the server accepted " << client.data_sent << " bytes";
     EXPECT_GE(client.data_sent, size_t{kStreams} * 5);  // every stream got going
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-#if defined(__has_feature)
-#if !__has_feature(address_sanitizer) && !__has_feature(thread_sanitizer)
-#define UXDS_MEASURE_RSS 1
-#endif
-#else
-#define UXDS_MEASURE_RSS 1
-#endif
-#endif
 #ifdef UXDS_MEASURE_RSS
     // Under a sanitizer the allocator keeps freed memory in quarantine, so
     // the resident size says little. Elsewhere it stays near what was
@@ -165,6 +184,87 @@ TEST_F(Http2Test, ConnectionBufferingIsBoundedAgainstUnfinishedLargeMessages) {
     // allocated, finds little beyond it.
     EXPECT_LE(resident_after - std::min(resident_before, resident_after), bound + bound / 4)
         << "resident " << resident_before << " -> " << resident_after;
+#endif
+    probe_->release.Set();
+  });
+}
+
+// The whole server, not one connection: 16 hostile connections, each with
+// 100 never-finished 4 MiB messages, could make it hold 16 x 41.6 MiB under
+// the per-connection bounds alone. The server-wide budget (the default
+// 256 MiB) holds them all to it; once unfinished messages fill it, the
+// largest are abandoned, so a well-behaved client still gets a 1 MiB
+// request through while the attack goes on.
+TEST_F(Http2Test, ServerWideBudgetHoldsAgainstManyConnectionsOfUnfinishedMessages) {
+  constexpr int kConnections = 16;
+  const ServerOptions defaults;
+  ASSERT_EQ(defaults.request_memory_budget, size_t{256} << 20);
+  RunWithServer([&]() -> Task<void> {
+    const detail::RequestMemoryBudget* budget = server_->memory_budget();
+    CO_ASSERT_TRUE(budget != nullptr);
+    const size_t limit = budget->limit();
+    const size_t resident_before = ResidentBytes();
+    std::vector<HostileClient> clients(kConnections);
+    std::atomic<bool> stop{false};
+    std::atomic<int> stopped{0};
+    std::vector<std::thread> blasters;
+    for (HostileClient& client : clients) {
+      blasters.emplace_back([&, port = server_->port()] {
+        client.Run(port, &stop);
+        ++stopped;
+      });
+    }
+    // The attack fills the budget...
+    const bool filled = co_await WaitUntil(
+        *loop_, [&] { return budget->used() >= limit - limit / 16; }, std::chrono::seconds(60));
+    const size_t resident_full = ResidentBytes();
+    // ...and, while it goes on, a well-behaved client's 1 MiB call is served.
+    StatusOr<std::string> echoed = InternalError("not called");
+    if (filled) {
+      auto good = co_await Connect();
+      if (good.ok()) {
+        echoed = co_await UnaryCall(**good, "/test.Echo/Unary", std::string(size_t{1} << 20, 'g'));
+        co_await (*good)->Close();
+      } else {
+        echoed = good.status();
+      }
+    }
+    const size_t resident_after = ResidentBytes();
+    // The blasters may be blocked sending what credit they have: the loop
+    // keeps serving (reading) until they have all stopped.
+    stop = true;
+    const bool all_stopped = co_await WaitUntil(
+        *loop_, [&] { return stopped.load() == kConnections; }, std::chrono::seconds(60));
+    for (std::thread& blaster : blasters) blaster.join();
+    for (HostileClient& client : clients) ::close(client.fd);
+    size_t accepted = 0;
+    for (const HostileClient& client : clients) accepted += client.data_sent;
+    std::cout << "accepted " << accepted << " bytes from " << kConnections
+              << " connections; held at most " << budget->peak() << "; abandoned "
+              << budget->abandoned_messages() << " messages; window growth "
+              << budget->window_growth() << "; resident " << resident_before << " -> "
+              << resident_full << " (full) -> " << resident_after << "\n";
+    EXPECT_TRUE(all_stopped);
+    EXPECT_TRUE(filled) << "the budget was not used: " << budget->used();
+    CO_ASSERT_TRUE(filled);
+    CO_ASSERT_OK(echoed);
+    EXPECT_EQ(echoed->size(), size_t{1} << 20);
+    // What the server held: the budget, plus each connection's free initial
+    // credit, plus what arrives while the largest messages are dropped.
+    const size_t slack = (kConnections + 1) * size_t{65535} + defaults.max_receive_message_size;
+    EXPECT_LE(budget->peak(), limit + slack);
+    // The messages dropped to make room end their calls RESOURCE_EXHAUSTED.
+    EXPECT_GT(budget->abandoned_messages(), 0u);
+    int resource_exhausted = 0;
+    for (const HostileClient& client : clients) resource_exhausted += client.resource_exhausted;
+    EXPECT_GT(resource_exhausted, 0);
+    EXPECT_LE(static_cast<uint64_t>(resource_exhausted), budget->abandoned_messages());
+    for (const HostileClient& client : clients) EXPECT_GE(client.data_sent, size_t{kStreams} * 5);
+#ifdef UXDS_MEASURE_RSS
+    // Resident growth within 10 % of the budget.
+    const size_t resident_peak = std::max(resident_full, resident_after);
+    EXPECT_LE(resident_peak - std::min(resident_before, resident_peak), limit + limit / 10)
+        << "resident " << resident_before << " -> " << resident_peak;
 #endif
     probe_->release.Set();
   });

@@ -35,9 +35,10 @@ TEST(ServeTest, ServesTestServiceHealthAndCsdsOnceConfigured) {
   const uint16_t port = FreePort();
   const std::string address = "127.0.0.1:" + std::to_string(port);
   const std::string name = "grpc/server?xds.resource.listening_address=" + address;
-  Subprocess serve = Subprocess::Start(
-      {UXDS_TOOL_PATH, "serve", "--bootstrap", dir.File("bootstrap.json"), "--listen", address,
-       "--hostname", "serve-test-host", "--max-connection-idle-ms", "1000"});
+  Subprocess serve =
+      Subprocess::Start({UXDS_TOOL_PATH, "serve", "--bootstrap", dir.File("bootstrap.json"),
+                         "--listen", address, "--hostname", "serve-test-host",
+                         "--max-connection-idle-ms", "1000", "--request-memory-mib", "64"});
   ASSERT_TRUE(cp->SetResources(kLdsType, {{name, ServingListener(name, port)}}, "1"));
   std::optional<json> serving = NextJson(serve);
   ASSERT_TRUE(serving.has_value());

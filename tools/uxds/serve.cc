@@ -96,6 +96,7 @@ int RunServe(const std::vector<std::string>& args) {
   int64_t max_connection_age_ms = 0;
   int64_t max_connection_age_grace_ms = 0;
   int64_t max_connections = static_cast<int64_t>(XdsServerOptions{}.max_connections);
+  int64_t request_memory_mib = static_cast<int64_t>(kDefaultRequestMemoryBudget >> 20);
   CLI::App app{
       "An xDS-enabled server (A36): grpc.testing.TestService, grpc.health.v1.Health and\n"
       "CSDS; one JSON line per serving-status change on stdout. Runs until SIGINT or\n"
@@ -131,6 +132,11 @@ int RunServe(const std::vector<std::string>& args) {
   app.add_option("--max-connections", max_connections,
                  "connections served at once; more are closed at accept")
       ->check(CLI::Range(int64_t{1}, int64_t{1'000'000}))
+      ->capture_default_str();
+  app.add_option("--request-memory-mib", request_memory_mib,
+                 "request bytes all connections may hold, with their peers' credit;\n"
+                 "past it peers wait for handlers to read (0: no server-wide bound)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20))
       ->capture_default_str();
   if (auto exit_code = ParseCommandLine(app, args)) return *exit_code;
   if (hostname.empty()) hostname = LocalHostname();
@@ -174,6 +180,7 @@ int RunServe(const std::vector<std::string>& args) {
                                            ? kNoTimeLimit
                                            : std::chrono::milliseconds(max_connection_age_grace_ms);
     options.max_connections = static_cast<size_t>(max_connections);
+    options.request_memory_budget = static_cast<size_t>(request_memory_mib) << 20;
     options.serving_status = [](std::string_view address, const Status& status) {
       std::printf("%s\n", StatusLine(address, status).c_str());
       std::fflush(stdout);
