@@ -179,10 +179,10 @@ struct ServerOptions {
   std::chrono::milliseconds handshake_timeout{10'000};
   // One bound on the request bytes all connections hold: messages not yet
   // read by handlers, messages still arriving, and the flow-control credit
-  // granted beyond HTTP/2's initial 64 KiB. Past it, peers get no more
-  // credit (so they stop sending) until handlers read; if unfinished
-  // messages hold half of it, the largest is dropped and its call ends
-  // RESOURCE_EXHAUSTED, so the server never stalls for good.
+  // granted beyond HTTP/2's initial 64 KiB. Past it, a connection holding
+  // more than its share gets no more credit (so its peer stops sending)
+  // until handlers read, and the largest call of the biggest holder is
+  // ended RESOURCE_EXHAUSTED, so the server never stalls for good.
   // 0: no server-wide bound (each connection still has its own).
   size_t request_memory_budget = kDefaultRequestMemoryBudget;
 };

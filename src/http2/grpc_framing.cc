@@ -79,6 +79,7 @@ Status GrpcDeframer::Feed(std::string_view data, std::deque<std::string>& out) {
       if (body_pieces_.empty() || body_pieces_.back().size() == body_pieces_.back().capacity()) {
         std::string piece;
         piece.reserve(std::min(body_length_ - body_received_, std::max(bytes.size(), kPieceSize)));
+        pieces_capacity_ += piece.capacity();
         body_pieces_.push_back(std::move(piece));
       }
       std::string& piece = body_pieces_.back();
@@ -104,6 +105,7 @@ Status GrpcDeframer::Feed(std::string_view data, std::deque<std::string>& out) {
       }
       body_pieces_.clear();
       body_pieces_.shrink_to_fit();
+      pieces_capacity_ = 0;
       body_received_ = 0;
       header_filled_ = 0;
       body_length_ = 0;
@@ -118,6 +120,7 @@ void GrpcDeframer::Abandon(Status reason) {
   body_length_ = 0;
   body_received_ = 0;
   std::vector<std::string>().swap(body_pieces_);
+  pieces_capacity_ = 0;
 }
 
 }  // namespace uxds::http2

@@ -50,6 +50,10 @@ class GrpcDeframer {
   bool has_partial_message() const { return header_filled_ > 0; }
   // Bytes of the message still arriving (prefix included).
   size_t partial_size() const { return header_filled_ + body_received_; }
+  // What the message still arriving holds in memory: its prefix and the
+  // capacity of its pieces (a piece is allocated ahead of the bytes that
+  // fill it).
+  size_t partial_capacity() const { return header_filled_ + pieces_capacity_; }
   const Status& error() const { return error_; }
   // Drops the message still arriving and makes `reason` the error every
   // later Feed() returns.
@@ -64,6 +68,7 @@ class GrpcDeframer {
   size_t body_length_ = 0;
   size_t body_received_ = 0;
   std::vector<std::string> body_pieces_;
+  size_t pieces_capacity_ = 0;
 };
 
 }  // namespace uxds::http2

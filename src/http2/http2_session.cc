@@ -192,10 +192,10 @@ void Http2Session::AdjustBuffered(Http2Stream* stream, size_t before, size_t aft
                                   size_t unfinished_before, size_t unfinished_after) {
   buffered_bytes_ = buffered_bytes_ - before + after;
   unfinished_bytes_ = unfinished_bytes_ - unfinished_before + unfinished_after;
-  if (unfinished_before == 0 && unfinished_after > 0) {
-    unfinished_streams_.push_back(stream);
-  } else if (unfinished_before > 0 && unfinished_after == 0) {
-    std::erase(unfinished_streams_, stream);
+  if (before == 0 && after > 0) {
+    holding_streams_.push_back(stream);
+  } else if (before > 0 && after == 0) {
+    std::erase(holding_streams_, stream);
   }
   ChargeBudget();
   if (after >= before || credit_waiters_.empty() ||
@@ -214,7 +214,12 @@ void Http2Session::AdjustBuffered(Http2Stream* stream, size_t before, size_t aft
 
 void Http2Session::ChargeBudget() {
   if (!budget_joined_) return;
-  const size_t held_before = std::exchange(budget_held_, buffered_bytes_);
+  // What the peer can make us hold: what the streams hold, plus the credit
+  // it has been promised beyond HTTP/2's initial (free) window: the window,
+  // less what it sent that we have not returned yet.
+  const size_t unused_credit =
+      window_growth_ > owed_connection_credit_ ? window_growth_ - owed_connection_credit_ : 0;
+  const size_t held_before = std::exchange(budget_held_, buffered_bytes_ + unused_credit);
   const size_t unfinished_before = std::exchange(budget_unfinished_, unfinished_bytes_);
   // May tell waiters (this session among them) that there is room.
   options_.memory_budget->Recharge(held_before, budget_held_, unfinished_before,
@@ -228,15 +233,25 @@ void Http2Session::ReturnOwedConnectionCredit() {
     budget.ForgetWaiter(this);
     return;
   }
-  if (!budget.has_room()) {
-    // Told once there is room. This may abandon unfinished messages (ours
-    // too) to make room, and so return our credit before it returns.
-    budget.WaitForRoom(this);
-    return;
+  // Over the limit: end the largest call of whoever holds the most beyond
+  // its share (ours, maybe). That may tell waiters, us among them.
+  if (!budget.has_room()) budget.MakeRoom();
+  if (owed_connection_credit_ == 0) return;  // returned while room was made
+  // Credit goes back as far as the budget has room, or as far as this
+  // connection stays within its share; the rest waits for room.
+  size_t allowance = budget.has_room() ? budget.limit() - budget.used() : 0;
+  const size_t share = budget.fair_share();
+  if (budget_held_ < share) allowance = std::max(allowance, share - budget_held_);
+  const size_t returned = std::min(owed_connection_credit_, allowance);
+  if (returned < owed_connection_credit_) {
+    budget.WaitForRoom(this);  // told once there is room
+  } else {
+    budget.ForgetWaiter(this);
   }
-  budget.ForgetWaiter(this);
-  const size_t returned = std::exchange(owed_connection_credit_, 0);
+  if (returned == 0) return;
+  owed_connection_credit_ -= returned;
   nghttp2_session_consume_connection(session_, returned);
+  ChargeBudget();  // the credit given back is promised memory
   // The peer has filled a whole window since it last grew: grow it (double,
   // up to kConnectionWindowSize) if the budget allows, so one connection's
   // throughput is not capped at 64 KiB per round trip.
@@ -249,6 +264,7 @@ void Http2Session::ReturnOwedConnectionCredit() {
                                                 static_cast<int32_t>(window + more)) == 0) {
         window_growth_ += more;
         used_since_window_growth_ = 0;
+        ChargeBudget();  // the new credit is promised memory
       } else {
         budget.ReleaseGrowth(more);
       }
@@ -258,18 +274,19 @@ void Http2Session::ReturnOwedConnectionCredit() {
 }
 
 void Http2Session::OnBudgetRoom() {
-  // Inside mem_recv the read loop returns credit once the chunk is counted.
-  if (!in_receive_) ReturnOwedConnectionCredit();
+  // Inside nghttp2 (mem_recv or mem_send) the read or write loop returns
+  // credit once it is out.
+  if (!in_nghttp2_) ReturnOwedConnectionCredit();
 }
 
-void Http2Session::AbandonLargestUnfinished(const Status& reason) {
+void Http2Session::AbandonLargestCall(const Status& reason) {
   Http2Stream* largest = nullptr;
-  for (Http2Stream* stream : unfinished_streams_) {
-    if (largest == nullptr || stream->accounted_unfinished_ > largest->accounted_unfinished_) {
+  for (Http2Stream* stream : holding_streams_) {
+    if (largest == nullptr || stream->accounted_bytes_ > largest->accounted_bytes_) {
       largest = stream;
     }
   }
-  if (largest != nullptr) largest->AbandonPartialMessage(reason);
+  if (largest != nullptr) largest->AbandonForMemory(reason);
 }
 
 void Http2Session::ReleaseBudget() {
@@ -409,9 +426,9 @@ Task<void> Http2Session::ReadLoop() {
       CloseNow(std::move(reason));
       co_return;
     }
-    in_receive_ = true;
+    in_nghttp2_ = true;
     const ssize_t rv = nghttp2_session_mem_recv(session_, buffer.get(), *n);
-    in_receive_ = false;
+    in_nghttp2_ = false;
     if (closed_) co_return;
     if (rv < 0) {
       std::string what = nghttp2_strerror(static_cast<int>(rv));
@@ -434,7 +451,9 @@ Task<void> Http2Session::WriteLoop() {
     batch.clear();
     while (batch.size() < kWriteBatchSize) {
       const uint8_t* data = nullptr;
+      in_nghttp2_ = true;
       const ssize_t n = nghttp2_session_mem_send(session_, &data);
+      in_nghttp2_ = false;
       if (n < 0) {
         CloseNow(InternalError(std::string("HTTP/2 send failed: ") +
                                nghttp2_strerror(static_cast<int>(n))));
@@ -443,6 +462,8 @@ Task<void> Http2Session::WriteLoop() {
       if (n == 0) break;
       batch.append(reinterpret_cast<const char*>(data), static_cast<size_t>(n));
     }
+    // Room told of while inside mem_send (a stream closing frees bytes).
+    if (owed_connection_credit_ > 0) ReturnOwedConnectionCredit();
     if (closed_) co_return;
     if (!batch.empty()) {
       Status status = co_await transport_->Write(

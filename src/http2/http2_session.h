@@ -179,17 +179,17 @@ class Http2Session : private RequestMemoryBudget::Member {
   void ReturnOwedConnectionCredit();
   void ReleaseBudget();
   void OnBudgetRoom() override;
-  size_t unfinished_bytes() const override { return unfinished_bytes_; }
-  void AbandonLargestUnfinished(const Status& reason) override;
+  size_t held_bytes() const override { return buffered_bytes_; }
+  void AbandonLargestCall(const Status& reason) override;
   bool budget_joined_ = false;
-  bool in_receive_ = false;  // inside nghttp2_session_mem_recv
+  bool in_nghttp2_ = false;  // inside nghttp2_session_mem_recv or mem_send
   size_t budget_held_ = 0;   // charged to the budget
   size_t budget_unfinished_ = 0;
   size_t owed_connection_credit_ = 0;  // received, not yet returned
   size_t window_growth_ = 0;           // connection window beyond HTTP/2's initial one
   size_t used_since_window_growth_ = 0;
   size_t unfinished_bytes_ = 0;
-  std::vector<Http2Stream*> unfinished_streams_;  // holding part of a message
+  std::vector<Http2Stream*> holding_streams_;  // holding received bytes
   void WaitForConnectionCredit(Http2Stream* stream);
   void ForgetCreditWaiter(Http2Stream* stream);
   size_t buffered_bytes_ = 0;

@@ -30,19 +30,31 @@ void Http2Stream::ForgetSession() {
 
 void Http2Stream::UpdateBuffered() {
   if (session_ == nullptr) return;
-  const size_t unfinished = deframer_.partial_size();
+  // What the message still arriving holds is what its pieces were
+  // allocated, not only the bytes in them.
+  const size_t unfinished = deframer_.partial_capacity();
   const size_t now = received_bytes_ + unfinished;
   const size_t before = std::exchange(accounted_bytes_, now);
   const size_t unfinished_before = std::exchange(accounted_unfinished_, unfinished);
   session_->AdjustBuffered(this, before, now, unfinished_before, unfinished);
 }
 
-void Http2Stream::AbandonPartialMessage(Status reason) {
-  if (session_ == nullptr || !deframer_.error().ok()) return;
+bool Http2Stream::DropPartialMessage(const Status& reason) {
+  if (!deframer_.error().ok() || !deframer_.has_partial_message()) return false;
   deframer_.Abandon(reason);  // frees the pieces; later bytes are dropped
   UpdateBuffered();
   ReturnCredit();
-  OnReceiveError(std::move(reason));  // may destroy *this
+  return true;
+}
+
+void Http2Stream::AbandonForMemory(Status reason) {
+  if (session_ == nullptr || !deframer_.error().ok()) return;
+  deframer_.Abandon(reason);  // frees the message still arriving, drops later bytes
+  received_.clear();
+  received_bytes_ = 0;
+  UpdateBuffered();
+  ReturnCredit();
+  OnReceiveError(std::move(reason));
 }
 
 void Http2Stream::OnSendEnd(uint32_t* data_flags) { *data_flags |= NGHTTP2_DATA_FLAG_EOF; }
@@ -119,6 +131,7 @@ void Http2Stream::OnData(const uint8_t* data, size_t length) {
       received_bytes_ += received_[i].size() + kGrpcFrameHeaderSize;
     }
     if (received_.size() > before) read_cond_.NotifyAll();
+    if (!status.ok()) deframer_.Abandon(status);  // nothing more of it is kept
     UpdateBuffered();
     if (!status.ok()) {
       ReturnCredit();

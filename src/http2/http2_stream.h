@@ -85,6 +85,9 @@ class Http2Stream {
   // flow-control window.
   std::string PopReceivedMessage();
   void DiscardReceived();
+  // Frees the message still arriving, if any; every later byte is dropped
+  // and `reason` is the deframer's error. True if there was one.
+  bool DropPartialMessage(const Status& reason);
   size_t received_bytes() const { return received_bytes_; }
   // The session is going away from this stream: stop counting its bytes.
   void ForgetSession();
@@ -121,9 +124,9 @@ class Http2Stream {
   void ReturnCredit();
   // Tells the session how many received bytes this stream now holds.
   void UpdateBuffered();
-  // The server's memory budget needs room: drops the message still
-  // arriving (and every later byte) and ends the call with `reason`.
-  void AbandonPartialMessage(Status reason);
+  // The server's memory budget needs room: drops what the stream holds
+  // (and every later byte) and ends the call with `reason`.
+  void AbandonForMemory(Status reason);
 
   std::string send_buffer_;
   size_t send_offset_ = 0;

@@ -23,50 +23,42 @@ void RequestMemoryBudget::Recharge(size_t before, size_t after, size_t unfinishe
 bool RequestMemoryBudget::TryGrowWindow(size_t more) {
   // Growth is credit promised ahead of use: only while the budget is less
   // than half used, and never more than a quarter of it in all.
+  // (The member charges the credit it has granted and its peer has not
+  // used yet with its held bytes.)
   if (used_ + more > limit_ / 2 || growth_ + more > limit_ / 4) return false;
   growth_ += more;
-  used_ += more;
-  peak_ = std::max(peak_, used_);
   return true;
 }
 
-void RequestMemoryBudget::ReleaseGrowth(size_t bytes) {
-  growth_ -= bytes;
-  used_ -= bytes;
-  if (bytes > 0) TellWaiters();
-}
+void RequestMemoryBudget::ReleaseGrowth(size_t bytes) { growth_ -= bytes; }
 
 void RequestMemoryBudget::WaitForRoom(Member* member) {
   if (std::find(waiters_.begin(), waiters_.end(), member) == waiters_.end()) {
     waiters_.push_back(member);
   }
-  // A waiter told of room that finds none waits again; abandoning is left
-  // to a connection that stalls on its own read path, where no other
-  // connection is inside nghttp2.
-  if (!telling_) AbandonUnfinishedWhileStuck();
 }
 
 void RequestMemoryBudget::ForgetWaiter(Member* member) { std::erase(waiters_, member); }
 
-void RequestMemoryBudget::AbandonUnfinishedWhileStuck() {
-  if (abandoning_) return;
+void RequestMemoryBudget::MakeRoom() {
+  if (abandoning_ || telling_) return;
   abandoning_ = true;
-  // Complete messages leave as handlers read them; only when unfinished
-  // ones hold half the budget can nothing else make room.
-  while (!has_room() && unfinished_ >= limit_ / 2) {
+  while (!has_room()) {
     Member* largest = nullptr;
     for (Member* member : members_) {
-      if (largest == nullptr || member->unfinished_bytes() > largest->unfinished_bytes()) {
-        largest = member;
-      }
+      if (largest == nullptr || member->held_bytes() > largest->held_bytes()) largest = member;
     }
-    if (largest == nullptr || largest->unfinished_bytes() == 0) break;
-    const size_t before = unfinished_;
-    largest->AbandonLargestUnfinished(ResourceExhaustedError(
+    if (largest == nullptr || largest->held_bytes() == 0) break;
+    // Nobody holds more than a share: each gets its calls through, unless
+    // messages that cannot finish (no credit, nothing to read) hold half
+    // of it.
+    if (largest->held_bytes() <= fair_share() && unfinished_ < limit_ / 2) break;
+    const size_t before = used_;
+    largest->AbandonLargestCall(ResourceExhaustedError(
         "server request memory budget exhausted (" + std::to_string(limit_ >> 20) +
-        " MiB, mostly messages still arriving): the largest unfinished message was dropped"));
+        " MiB): the call holding the most of it was ended"));
     ++abandoned_;
-    if (unfinished_ >= before) break;  // nothing freed: do not spin
+    if (used_ >= before) break;  // nothing freed: do not spin
   }
   abandoning_ = false;
 }

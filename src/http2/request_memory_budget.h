@@ -3,31 +3,37 @@
 //
 // What it counts (`used`): the bytes every connection's streams hold
 // (complete messages not yet read and messages still arriving), plus the
-// connection-level flow-control credit a connection was given beyond
-// HTTP/2's initial 65 535 bytes.
+// connection-level flow-control credit each connection's peer has and has
+// not used yet, beyond HTTP/2's initial 65 535 bytes: memory promised.
 //
 // How it bounds them: a connection returns the connection credit its peer
-// used only while the budget has room, so past the budget every peer stops
-// once it has spent the credit it holds. No credit is granted ahead: a
+// used only while the budget has room or while it holds less than its fair
+// share (the limit over the connections), so past the budget every peer
+// that holds more than its share stops once it has spent the credit it
+// has, and one that holds less (a client sending a request while others
+// fill the budget) is still served. No credit is granted ahead: a
 // connection starts at HTTP/2's initial window, free of charge, and its
 // window grows (doubling, to 16 MiB) only as its peer fills it and only
 // while the budget is less than half used; all growth together is capped
 // at a quarter of the budget, so idle connections cannot promise the budget
-// away. What a server holds is thus at most the budget plus 64 KiB per
-// connection.
+// away (a grown window stays until its connection ends). What a server
+// holds is thus at most the budget plus the connections' windows.
 //
-// Progress: a budget full of messages that never finish would stall every
-// connection for good (no handler can read a message that is not whole,
-// and no peer gets the credit to finish one). So when a connection has to
-// wait while unfinished messages hold at least half the budget, the
-// largest unfinished message of the connection holding the most of them is
-// abandoned: its call ends with RESOURCE_EXHAUSTED and its bytes are freed.
+// Progress and fairness: whenever the budget is over its limit and a
+// connection needs credit, the connection holding the most, if it holds
+// more than its share or if unfinished messages hold half the budget, has
+// its largest call ended with RESOURCE_EXHAUSTED and that call's bytes
+// (complete messages and the one still arriving) freed, until the budget
+// is under its limit again. Without it, messages that never finish (no
+// handler can read them, no peer gets the credit to finish them), or calls
+// whose handlers do not read, would hold the budget for good.
 // gRPC C++'s memory quota reclaims the same way, by ending work under
 // pressure.
 //
 // Loop-confined: a server's connections all run on its loop.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -47,11 +53,10 @@ class RequestMemoryBudget {
    public:
     // The budget has room again (the member asked with WaitForRoom).
     virtual void OnBudgetRoom() = 0;
-    // Bytes of messages still arriving that the member holds.
-    virtual size_t unfinished_bytes() const = 0;
-    // Ends the call of the largest message still arriving with `reason`
-    // and frees its bytes.
-    virtual void AbandonLargestUnfinished(const Status& reason) = 0;
+    // The bytes the member holds (its charge, unused credit aside).
+    virtual size_t held_bytes() const = 0;
+    // Ends the call holding the most bytes with `reason` and frees them.
+    virtual void AbandonLargestCall(const Status& reason) = 0;
 
    protected:
     ~Member() = default;
@@ -68,8 +73,13 @@ class RequestMemoryBudget {
   size_t unfinished() const { return unfinished_; }
   size_t window_growth() const { return growth_; }
   bool has_room() const { return used_ < limit_; }
-  // Messages abandoned so far to make room.
-  uint64_t abandoned_messages() const { return abandoned_; }
+  // Calls ended so far to make room.
+  uint64_t abandoned_calls() const { return abandoned_; }
+
+  // An equal share of the limit among the members: a connection holding
+  // less is never made to wait, so one whose peer sends little is served
+  // whatever the others hold.
+  size_t fair_share() const { return limit_ / std::max<size_t>(members_.size(), 1); }
 
   void Join(Member* member);
   void Leave(Member* member);
@@ -79,20 +89,25 @@ class RequestMemoryBudget {
   // still arriving from `unfinished_before` to `unfinished_after`. When they
   // shrink, waiters are told.
   void Recharge(size_t before, size_t after, size_t unfinished_before, size_t unfinished_after);
-  // Whether a connection window may grow by `more` bytes; if so, charges it
-  // (given back with ReleaseGrowth when the connection ends).
+  // Whether a connection window may grow by `more` bytes; if so, counts it
+  // against the cap on all growth (given back with ReleaseGrowth when the
+  // connection ends).
   bool TryGrowWindow(size_t more);
   void ReleaseGrowth(size_t bytes);
 
   // `member` is told once when there is room; a second call while it waits
-  // changes nothing. If unfinished messages hold half the budget, abandons
-  // them, largest first, until there is room.
+  // changes nothing.
   void WaitForRoom(Member* member);
   void ForgetWaiter(Member* member);
+  // While over the limit, ends the largest call of the member holding the
+  // most, as long as that is more than its fair share or unfinished
+  // messages hold half the budget (see above). Does
+  // nothing while waiters are being told (a member told may be inside
+  // another member's nghttp2 callbacks).
+  void MakeRoom();
 
  private:
   void TellWaiters();
-  void AbandonUnfinishedWhileStuck();
 
   const size_t limit_;
   size_t used_ = 0;

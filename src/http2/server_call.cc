@@ -173,6 +173,9 @@ void Http2ServerCall::MarkCancelled() {
   cancelled_ = true;
   if (deadline_timer_) deadline_timer_->Cancel();
   DiscardReceived();
+  // A message still arriving is freed now, not when the handler ends: the
+  // server's memory budget stops counting it once the call is gone.
+  DropPartialMessage(CancelledError("the call was cancelled"));
   // Interrupts whatever the handler awaits (on later loop turns).
   cancel_state_.Cancel();
   read_cond_.NotifyAll();
