@@ -7,9 +7,20 @@ namespace uxds::xds_internal {
 WatcherNotificationQueue::WatcherNotificationQueue(Loop& loop, std::string node_id)
     : queue_(loop), node_id_suffix_(" (node ID:" + node_id + ")"), loop_(loop) {}
 
-void WatcherNotificationQueue::Resume(int count) {
-  paused_ -= count;
-  if (paused_ <= 0 && resumed_ != nullptr) resumed_->Set();
+uint64_t WatcherNotificationQueue::Pause() {
+  open_pauses_.insert(++last_ticket_);
+  return last_ticket_;
+}
+
+void WatcherNotificationQueue::Resume(std::span<const uint64_t> tickets) {
+  for (uint64_t ticket : tickets) open_pauses_.erase(ticket);
+  if (resumed_ != nullptr) resumed_->Set();
+}
+
+void WatcherNotificationQueue::Queue(Notification notification) {
+  // Everything the open pauses' responses produced is queued by now.
+  notification.gate = open_pauses_.empty() ? 0 : last_ticket_;
+  queue_.Send(std::move(notification));
 }
 
 Status WatcherNotificationQueue::WithNodeId(const Status& status) const {
@@ -19,17 +30,17 @@ Status WatcherNotificationQueue::WithNodeId(const Status& status) const {
 
 void WatcherNotificationQueue::ResourceChanged(
     const std::shared_ptr<WatcherRegistration>& registration, XdsResourceData resource) {
-  queue_.Send({registration, Notification::Kind::kResource, std::move(resource), Status()});
+  Queue({registration, Notification::Kind::kResource, std::move(resource), Status()});
 }
 
 void WatcherNotificationQueue::ResourceChanged(
     const std::shared_ptr<WatcherRegistration>& registration, const Status& error) {
-  queue_.Send({registration, Notification::Kind::kError, nullptr, WithNodeId(error)});
+  Queue({registration, Notification::Kind::kError, nullptr, WithNodeId(error)});
 }
 
 void WatcherNotificationQueue::AmbientError(
     const std::shared_ptr<WatcherRegistration>& registration, const Status& status) {
-  queue_.Send({registration, Notification::Kind::kAmbient, nullptr, WithNodeId(status)});
+  Queue({registration, Notification::Kind::kAmbient, nullptr, WithNodeId(status)});
 }
 
 Task<void> WatcherNotificationQueue::Run() {
@@ -43,7 +54,7 @@ Task<void> WatcherNotificationQueue::Run() {
     }
     std::optional<Notification> notification = co_await queue_.Receive();
     if (!notification.has_value()) co_return;
-    while (paused_ > 0) {
+    while (Held(*notification)) {
       Event resumed(loop_);
       resumed_ = &resumed;
       const Status waited = co_await resumed.Wait();

@@ -4,7 +4,10 @@
 // inside WatchResource()/CancelWatch() (DESIGN.md).
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <set>
+#include <span>
 #include <string>
 #include <variant>
 
@@ -38,12 +41,15 @@ class WatcherNotificationQueue {
   static constexpr size_t kNotificationsPerSlice = 256;
   // Delivers notifications until cancelled or Close()d.
   Task<void> Run();
-  // While paused (Pause() called more often than Resume()), nothing is
-  // delivered: an ADS stream pauses delivery while a response's ACK or NACK
-  // is on its way, so the control plane hears the verdict before any
-  // watcher callback runs (however slow the callbacks).
-  void Pause() { ++paused_; }
-  void Resume(int count);
+  // An ADS stream pauses delivery while a response's ACK or NACK is on its
+  // way, so the control plane hears the verdict before any watcher callback
+  // runs (however slow the callbacks). Pause() returns the pause's ticket,
+  // which Resume() ends. A notification waits only for the pauses open when
+  // it was queued, not for later ones: a control plane that keeps sending
+  // responses faster than their ACKs go out must not hold every callback
+  // back for good.
+  uint64_t Pause();
+  void Resume(std::span<const uint64_t> tickets);
   // Drops what is queued; later notifications are dropped too.
   void Close();
 
@@ -53,14 +59,20 @@ class WatcherNotificationQueue {
     enum class Kind { kResource, kError, kAmbient } kind;
     XdsResourceData resource;
     Status status;
+    uint64_t gate = 0;  // waits while a pause with a ticket up to this is open
   };
+  void Queue(Notification notification);
+  bool Held(const Notification& notification) const {
+    return !open_pauses_.empty() && *open_pauses_.begin() <= notification.gate;
+  }
   Status WithNodeId(const Status& status) const;
 
   AsyncQueue<Notification> queue_;
   const std::string node_id_suffix_;
   Loop& loop_;
-  int paused_ = 0;
-  Event* resumed_ = nullptr;  // what Run() waits on while paused
+  uint64_t last_ticket_ = 0;
+  std::set<uint64_t> open_pauses_;
+  Event* resumed_ = nullptr;  // what Run() waits on while held
 };
 
 }  // namespace uxds::xds_internal

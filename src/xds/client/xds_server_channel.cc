@@ -212,7 +212,7 @@ Task<bool> XdsServerChannel::RunStream(CancelState* cancel) {
   stream_ = nullptr;
   // Verdicts the stream never sent hold nothing back any more.
   for (auto& [type_url, state] : types_) {
-    env_.notifications.Resume(std::exchange(state.unanswered_responses, 0));
+    env_.notifications.Resume(std::exchange(state.unanswered_responses, {}));
   }
   co_return stream.seen_response && !stream.resource_exhausted;
 }
@@ -277,7 +277,7 @@ Task<void> XdsServerChannel::WriteRequests(Stream& stream) {
     if (!std::exchange(stream.node_sent, true)) request.node = &env_.node;
     AppendAdsRequestFields(request, *serialized);
     // The responses this request answers (coalesced ones included).
-    const int answered = std::exchange(state.unanswered_responses, 0);
+    const std::vector<uint64_t> answered = std::exchange(state.unanswered_responses, {});
     const Status written = co_await stream.call->Write(*std::move(serialized));
     if (!written.ok() || stream.ended) {
       env_.notifications.Resume(answered);
@@ -313,7 +313,7 @@ Task<void> XdsServerChannel::HandleResponse(Stream& stream, std::string serializ
   TypeState& state = it->second;
   // The ACK/NACK goes out before any callback about this response runs:
   // slow callbacks must not keep the control plane waiting for its verdict.
-  env_.notifications.Pause();
+  const uint64_t pause = env_.notifications.Pause();
   // A71: a higher-priority server that answers is used again from here on.
   if (!std::exchange(stream.seen_response, true)) env_.events.OnServerResponding(server_);
   const XdsDecodeContext context{env_.bootstrap, server_.config};
@@ -333,7 +333,7 @@ Task<void> XdsServerChannel::HandleResponse(Stream& stream, std::string serializ
                                   outcome.invalid_resources);
   if (outcome.accept_version()) state.version = response.fields.version_info();
   state.pending_nack = outcome.NackStatus();
-  ++state.unanswered_responses;
+  state.unanswered_responses.push_back(pause);
   SendRequestFor(it->first);
 }
 

@@ -109,7 +109,8 @@ class XdsServerChannel {
     uint64_t serial_on_wire = 0;
     // Responses whose ACK/NACK is not on the wire yet: each holds back
     // watcher notifications until it is (WatcherNotificationQueue::Pause).
-    int unanswered_responses = 0;
+    // The notification pauses of the responses no request has answered yet.
+    std::vector<uint64_t> unanswered_responses;
   };
   // One ADS call.
   struct Stream {

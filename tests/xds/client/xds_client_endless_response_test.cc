@@ -1,12 +1,15 @@
-// A control plane whose response never ends (ScriptedGrpcServer): it starts
-// a message and never finishes it. The client stays bounded, its resource
-// timers still run, and it shuts down cleanly in the middle of it.
+// Control planes whose response never ends (ScriptedGrpcServer): one that
+// starts a message and never finishes it, and one that repeats a response
+// for as long as the client reads. The client stays bounded and
+// responsive, its resource timers still run, and it shuts down cleanly in
+// the middle of either.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <string>
 #include <thread>
 
+#include "envoy/service/discovery/v3/discovery.pb.h"
 #include "support/scripted_grpc_server.h"
 #include "support/test_support.h"
 #include "xds_client_test_fixture.h"
@@ -50,6 +53,37 @@ TEST_F(XdsClientEndlessResponseTest, AMessageThatNeverCompletesLeavesTheResource
   EXPECT_EQ(server->streams(), 1u);
   EXPECT_TRUE(NoMoreEvents(*c1));
   ShutdownClient();
+}
+
+// The same valid response, again and again, as fast as the client reads:
+// the first one is delivered, the identical copies notify nobody (and are
+// each ACKed), and the client's loop keeps answering other work while the
+// flood goes on.
+TEST_F(XdsClientEndlessResponseTest, AResponseRepeatedForeverIsDeliveredOnceAndTheLoopStaysFree) {
+  envoy::service::discovery::v3::DiscoveryResponse response;
+  response.set_version_info("1");
+  response.set_type_url(kClusterTypeUrl);
+  response.set_nonce("again");
+  response.add_resources()->ParseFromString(ClusterAny("c1"));
+  const std::string bytes = response.SerializeAsString();
+  auto server = ScriptedGrpcServer::EndlessRepeat(bytes);
+  StartClient(MakeBootstrap(server->target()));
+  auto c1 = Watch(TestClusterType::Get(), "c1");
+  EXPECT_TRUE(NextIsCluster(*c1, "c1"));
+  // A thousand copies later the client still reads, and its loop still
+  // serves snapshots in between.
+  const uint64_t copy = bytes.size() + 5;
+  EXPECT_TRUE(WaitFor([&] { return server->body_bytes_sent() >= 1000 * copy; }))
+      << server->body_bytes_sent() / copy << " copies";
+  const uint64_t before = server->body_bytes_sent();
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_EQ(Entry(kClusterTypeUrl, "c1").state, XdsCacheState::kAcked);
+  }
+  EXPECT_TRUE(WaitFor([&] { return server->body_bytes_sent() > before + 100 * copy; }));
+  Flush();
+  EXPECT_TRUE(NoMoreEvents(*c1));
+  EXPECT_EQ(server->connections(), 1u);
+  ShutdownClient();  // in the middle of the flood
 }
 
 }  // namespace
