@@ -54,6 +54,56 @@ Task<void> ExpectBudgetReturnedToZero(Loop& loop, const detail::RequestMemoryBud
   EXPECT_EQ(budget.unfinished(), 0u);
 }
 
+// Attack clients on threads of their own, each on its own connection.
+class Attack {
+ public:
+  Attack(uint16_t port, int connections, HostileClient::Body body) {
+    for (int i = 0; i < connections; ++i) clients_.emplace_back(kHoldPath, kStreams, body);
+    for (HostileClient& client : clients_) {
+      threads_.emplace_back([this, &client, port] {
+        EXPECT_TRUE(client.Run(port, &stop_));
+        ++stopped_;
+      });
+    }
+  }
+  ~Attack() { Join(); }
+
+  // Stops the clients. They may be blocked sending the credit they have, so
+  // the server's loop keeps serving (reading) until all have stopped.
+  Task<bool> Stop(Loop& loop) {
+    stop_ = true;
+    const bool all_stopped = co_await WaitUntil(
+        loop, [&] { return stopped_.load() == static_cast<int>(clients_.size()); },
+        std::chrono::seconds(60));
+    Join();
+    co_return all_stopped;
+  }
+  // Closes their connections (once stopped).
+  void HangUp() { clients_.clear(); }
+  const std::deque<HostileClient>& clients() const { return clients_; }
+
+ private:
+  void Join() {
+    for (std::thread& thread : threads_) thread.join();
+    threads_.clear();
+  }
+
+  std::deque<HostileClient> clients_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> stopped_{0};
+  std::vector<std::thread> threads_;
+};
+
+// A well-behaved client's 1 MiB unary call, on a connection of its own.
+Task<StatusOr<std::string>> GoodLargeCall(StatusOr<std::unique_ptr<ClientConnection>> good) {
+  if (!good.ok()) co_return good.status();
+  StatusOr<std::string> echoed =
+      co_await UnaryCall(**good, "/test.Echo/Unary", std::string(size_t{1} << 20, 'g'), {},
+                         Loop::Clock::now() + std::chrono::seconds(60));
+  co_await (*good)->Close();
+  co_return echoed;
+}
+
 TEST_F(Http2Test, ConnectionBufferingIsBoundedAgainstUnfinishedLargeMessages) {
   RunWithServer([&]() -> Task<void> {
     const size_t resident_before = ResidentBytes();
@@ -109,41 +159,18 @@ TEST_F(Http2Test, ServerWideBudgetHoldsAgainstManyConnectionsOfUnfinishedMessage
     CO_ASSERT_TRUE(budget != nullptr);
     const size_t limit = budget->limit();
     const size_t resident_before = ResidentBytes();
-    std::deque<HostileClient> clients;
-    for (int i = 0; i < kConnections; ++i) clients.emplace_back(kHoldPath, kStreams);
-    std::atomic<bool> stop{false};
-    std::atomic<int> stopped{0};
-    std::vector<std::thread> blasters;
-    for (HostileClient& client : clients) {
-      blasters.emplace_back([&, port = server_->port()] {
-        EXPECT_TRUE(client.Run(port, &stop));
-        ++stopped;
-      });
-    }
+    Attack attack(server_->port(), kConnections, HostileClient::Body::kUnfinished);
     // The attack fills the budget...
     const bool filled = co_await WaitUntil(
         *loop_, [&] { return budget->used() >= limit - limit / 16; }, std::chrono::seconds(60));
     const size_t resident_full = ResidentBytes();
     // ...and, while it goes on, a well-behaved client's 1 MiB call is served.
     StatusOr<std::string> echoed = InternalError("not called");
-    if (filled) {
-      auto good = co_await Connect();
-      if (good.ok()) {
-        echoed = co_await UnaryCall(**good, "/test.Echo/Unary", std::string(size_t{1} << 20, 'g'),
-                                    {}, Loop::Clock::now() + std::chrono::seconds(60));
-        co_await (*good)->Close();
-      } else {
-        echoed = good.status();
-      }
-    }
+    if (filled) echoed = co_await GoodLargeCall(co_await Connect());
     const size_t resident_after = ResidentBytes();
-    // The blasters may be blocked sending what credit they have: the loop
-    // keeps serving (reading) until they have all stopped.
-    stop = true;
-    const bool all_stopped = co_await WaitUntil(
-        *loop_, [&] { return stopped.load() == kConnections; }, std::chrono::seconds(60));
-    for (std::thread& blaster : blasters) blaster.join();
+    const bool all_stopped = co_await attack.Stop(*loop_);
     probe_->release.Set();
+    const std::deque<HostileClient>& clients = attack.clients();
     size_t accepted = 0;
     for (const HostileClient& client : clients) accepted += client.data_sent();
     std::cout << "accepted " << accepted << " bytes from " << kConnections
@@ -175,7 +202,7 @@ TEST_F(Http2Test, ServerWideBudgetHoldsAgainstManyConnectionsOfUnfinishedMessage
     EXPECT_LE(resident_peak - std::min(resident_before, resident_peak), limit + limit / 10)
         << "resident " << resident_before << " -> " << resident_peak;
 #endif
-    clients.clear();  // hang up
+    attack.HangUp();
     co_await ExpectBudgetReturnedToZero(*loop_, *budget);
   });
 }
@@ -192,38 +219,13 @@ TEST_F(Http2Test, ServerWideBudgetServesAClientWhileCallsThatDoNotReadFillIt) {
       [&]() -> Task<void> {
         const detail::RequestMemoryBudget* budget = server_->memory_budget();
         CO_ASSERT_TRUE(budget != nullptr);
-        std::deque<HostileClient> clients;
-        for (int i = 0; i < kConnections; ++i) {
-          clients.emplace_back(kHoldPath, kStreams, HostileClient::Body::kCompleteMessages);
-        }
-        std::atomic<bool> stop{false};
-        std::atomic<int> stopped{0};
-        std::vector<std::thread> blasters;
-        for (HostileClient& client : clients) {
-          blasters.emplace_back([&, port = server_->port()] {
-            EXPECT_TRUE(client.Run(port, &stop));
-            ++stopped;
-          });
-        }
+        Attack attack(server_->port(), kConnections, HostileClient::Body::kCompleteMessages);
         const bool filled = co_await WaitUntil(
             *loop_, [&] { return !budget->has_room(); }, std::chrono::seconds(60));
         const size_t unfinished_when_full = budget->unfinished();
         StatusOr<std::string> echoed = InternalError("not called");
-        if (filled) {
-          auto good = co_await Connect();
-          if (good.ok()) {
-            echoed =
-                co_await UnaryCall(**good, "/test.Echo/Unary", std::string(size_t{1} << 20, 'g'),
-                                   {}, Loop::Clock::now() + std::chrono::seconds(60));
-            co_await (*good)->Close();
-          } else {
-            echoed = good.status();
-          }
-        }
-        stop = true;
-        const bool all_stopped = co_await WaitUntil(
-            *loop_, [&] { return stopped.load() == kConnections; }, std::chrono::seconds(60));
-        for (std::thread& blaster : blasters) blaster.join();
+        if (filled) echoed = co_await GoodLargeCall(co_await Connect());
+        const bool all_stopped = co_await attack.Stop(*loop_);
         probe_->release.Set();
         std::cout << "held at most " << budget->peak() << " of " << budget->limit() << "; ended "
                   << budget->abandoned_calls() << " calls\n";
@@ -233,7 +235,7 @@ TEST_F(Http2Test, ServerWideBudgetServesAClientWhileCallsThatDoNotReadFillIt) {
         CO_ASSERT_OK(echoed);
         EXPECT_EQ(echoed->size(), size_t{1} << 20);
         EXPECT_LE(budget->peak(), budget->limit() + (kConnections + 1) * size_t{1 << 20});
-        clients.clear();
+        attack.HangUp();
         co_await ExpectBudgetReturnedToZero(*loop_, *budget);
       },
       options);

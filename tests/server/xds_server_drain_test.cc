@@ -2,13 +2,17 @@
 // accepted under the old one (two-phase GOAWAY) while calls in flight
 // finish and the listening socket stays open; under load from a real gRPC
 // client (grpcio) no RPC fails. Also: logging without a status callback.
+#include <atomic>
+#include <deque>
 #include <future>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/subprocess.h"
 #include "runtime/socket_address.h"
 #include "support/test_support.h"
+#include "support/unfinished_messages_client.h"
 #include "uxds/log.h"
 #include "xds_server_test_fixture.h"
 
@@ -382,6 +386,49 @@ TEST_F(XdsServerTest, WithoutCallbackErrorsAndResumptionAreLogged) {
   SetListener(Version(name, port_, 2), "2");
   EXPECT_TRUE(logged("is serving again"));
   SetLogSink(nullptr);
+}
+
+// XdsServerOptions::request_memory_budget: one budget across the
+// xDS-enabled server's connections. Four connections of unfinished 4 MiB
+// messages could hold 4 x 41.6 MiB under the per-connection bounds; under
+// a 16 MiB budget the server ends the largest calls (RESOURCE_EXHAUSTED),
+// and a well-behaved client's 1 MiB call is served meanwhile.
+TEST_F(XdsServerTest, TheRequestMemoryBudgetHoldsAcrossItsConnections) {
+  constexpr int kConnections = 4;
+  XdsServerOptions options;
+  options.request_memory_budget = size_t{16} << 20;
+  ASSERT_TRUE(ServeListenerWith(*this, port_, options));
+  std::deque<UnfinishedMessagesClient> clients;
+  for (int i = 0; i < kConnections; ++i) clients.emplace_back("/a.S/M", 100);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (UnfinishedMessagesClient& client : clients) {
+    threads.emplace_back([&, port = port_] { EXPECT_TRUE(client.Run(port, &stop)); });
+  }
+  auto resource_exhausted = [&] {
+    int total = 0;
+    for (const UnfinishedMessagesClient& client : clients) total += client.resource_exhausted();
+    return total;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (resource_exhausted() == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  auto good_call = [](XdsServerTest* test) -> Task<StatusOr<std::string>> {
+    auto connection = co_await ConnectTo(*test->client_loop_, test->port_);
+    if (!connection.ok()) co_return connection.status();
+    StatusOr<std::string> reply =
+        co_await http2::UnaryCall(**connection, "/a.S/M", std::string(size_t{1} << 20, 'g'), {},
+                                  Loop::Clock::now() + std::chrono::seconds(60));
+    co_await (*connection)->Close();
+    co_return reply;
+  };
+  const StatusOr<std::string> reply = client_loop_->BlockOn(good_call(this));
+  stop = true;
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_GT(resource_exhausted(), 0) << "no call was ended for the budget";
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_EQ(*reply, "/a.S/M");
 }
 
 }  // namespace

@@ -38,8 +38,9 @@ class UnfinishedMessagesClient {
 
   // Bytes of DATA the server's flow control let through.
   size_t data_sent() const { return data_sent_; }
-  // Calls the server ended with grpc-status 8 (RESOURCE_EXHAUSTED).
-  int resource_exhausted() const { return resource_exhausted_; }
+  // Calls the server ended with grpc-status 8 (RESOURCE_EXHAUSTED); may be
+  // read from another thread while Run() runs.
+  int resource_exhausted() const { return resource_exhausted_.load(); }
   int streams() const { return streams_; }
 
  private:
@@ -51,7 +52,7 @@ class UnfinishedMessagesClient {
   int fd_ = -1;
   size_t data_sent_ = 0;
   std::vector<size_t> sent_per_stream_;
-  int resource_exhausted_ = 0;
+  std::atomic<int> resource_exhausted_{0};
 };
 
 }  // namespace uxds::testing
