@@ -198,6 +198,10 @@ void Http2Session::AdjustBuffered(Http2Stream* stream, size_t before, size_t aft
     std::erase(holding_streams_, stream);
   }
   ChargeBudget();
+  // Held bytes went down (a handler read): this connection may be back
+  // under its share with credit owed. The writer returns it after its next
+  // mem_send, outside nghttp2's callbacks.
+  if (after < before && owed_connection_credit_ > 0) WakeWriter();
   if (after >= before || credit_waiters_.empty() ||
       buffered_bytes_ >= options_.max_buffered_bytes) {
     return;
@@ -233,23 +237,22 @@ void Http2Session::ReturnOwedConnectionCredit() {
     budget.ForgetWaiter(this);
     return;
   }
+  ChargeBudget();  // bytes for no stream (closed, unknown) changed the charge too
   // Over the limit: end the largest call of whoever holds the most beyond
   // its share (ours, maybe). That may tell waiters, us among them.
   if (!budget.has_room()) budget.MakeRoom();
   if (owed_connection_credit_ == 0) return;  // returned while room was made
-  // Credit goes back as far as the budget has room, or as far as this
-  // connection stays within its share; the rest waits for room.
-  size_t allowance = budget.has_room() ? budget.limit() - budget.used() : 0;
-  const size_t share = budget.fair_share();
-  if (budget_held_ < share) allowance = std::max(allowance, share - budget_held_);
-  const size_t returned = std::min(owed_connection_credit_, allowance);
-  if (returned < owed_connection_credit_) {
+  // All the credit goes back while the budget has room or this connection
+  // holds less than its share; else it waits for room. All or nothing:
+  // nghttp2 sends a WINDOW_UPDATE once half the window is consumed, which
+  // returning everything the peer sent always reaches before the peer runs
+  // out, and a part might not.
+  if (!budget.has_room() && budget_held_ >= budget.fair_share()) {
     budget.WaitForRoom(this);  // told once there is room
-  } else {
-    budget.ForgetWaiter(this);
+    return;
   }
-  if (returned == 0) return;
-  owed_connection_credit_ -= returned;
+  budget.ForgetWaiter(this);
+  const size_t returned = std::exchange(owed_connection_credit_, 0);
   nghttp2_session_consume_connection(session_, returned);
   ChargeBudget();  // the credit given back is promised memory
   // The peer has filled a whole window since it last grew: grow it (double,
@@ -292,9 +295,10 @@ void Http2Session::AbandonLargestCall(const Status& reason) {
 void Http2Session::ReleaseBudget() {
   if (!std::exchange(budget_joined_, false)) return;
   RequestMemoryBudget& budget = *options_.memory_budget;
-  budget.Leave(this);
+  budget.ForgetWaiter(this);
   budget.Recharge(std::exchange(budget_held_, 0), 0, std::exchange(budget_unfinished_, 0), 0);
   budget.ReleaseGrowth(std::exchange(window_growth_, 0));
+  budget.Leave(this);  // last: it tells the waiters that their shares grew
 }
 
 void Http2Session::WaitForConnectionCredit(Http2Stream* stream) {

@@ -179,7 +179,7 @@ class Http2Session : private RequestMemoryBudget::Member {
   void ReturnOwedConnectionCredit();
   void ReleaseBudget();
   void OnBudgetRoom() override;
-  size_t held_bytes() const override { return buffered_bytes_; }
+  size_t held_bytes() const override { return budget_held_; }
   void AbandonLargestCall(const Status& reason) override;
   bool budget_joined_ = false;
   bool in_nghttp2_ = false;  // inside nghttp2_session_mem_recv or mem_send

@@ -10,6 +10,15 @@ void RequestMemoryBudget::Join(Member* member) { members_.push_back(member); }
 void RequestMemoryBudget::Leave(Member* member) {
   std::erase(members_, member);
   ForgetWaiter(member);
+  // Every share just grew: a waiter may be within its own now.
+  if (telling_) return;
+  telling_ = true;
+  for (size_t n = waiters_.size(); n > 0 && !waiters_.empty(); --n) {
+    Member* waiter = waiters_.front();
+    waiters_.pop_front();
+    waiter->OnBudgetRoom();
+  }
+  telling_ = false;
 }
 
 void RequestMemoryBudget::Recharge(size_t before, size_t after, size_t unfinished_before,
@@ -53,12 +62,12 @@ void RequestMemoryBudget::MakeRoom() {
     // messages that cannot finish (no credit, nothing to read) hold half
     // of it.
     if (largest->held_bytes() <= fair_share() && unfinished_ < limit_ / 2) break;
-    const size_t before = used_;
+    const size_t before = largest->held_bytes();
     largest->AbandonLargestCall(ResourceExhaustedError(
         "server request memory budget exhausted (" + std::to_string(limit_ >> 20) +
         " MiB): the call holding the most of it was ended"));
+    if (largest->held_bytes() >= before) break;  // nothing freed: do not spin
     ++abandoned_;
-    if (used_ >= before) break;  // nothing freed: do not spin
   }
   abandoning_ = false;
 }

@@ -7,8 +7,8 @@
 // not used yet, beyond HTTP/2's initial 65 535 bytes: memory promised.
 //
 // How it bounds them: a connection returns the connection credit its peer
-// used only while the budget has room or while it holds less than its fair
-// share (the limit over the connections), so past the budget every peer
+// used (all of it) only while the budget has room or while it holds less
+// than its fair share (the limit over the connections), so past the budget every peer
 // that holds more than its share stops once it has spent the credit it
 // has, and one that holds less (a client sending a request while others
 // fill the budget) is still served. No credit is granted ahead: a
@@ -53,7 +53,7 @@ class RequestMemoryBudget {
    public:
     // The budget has room again (the member asked with WaitForRoom).
     virtual void OnBudgetRoom() = 0;
-    // The bytes the member holds (its charge, unused credit aside).
+    // The member's charge: what it holds and the credit it has promised.
     virtual size_t held_bytes() const = 0;
     // Ends the call holding the most bytes with `reason` and frees them.
     virtual void AbandonLargestCall(const Status& reason) = 0;

@@ -263,7 +263,12 @@ Task<void> XdsServerChannel::WriteRequests(Stream& stream) {
     // empty ... means all resources", xDS protocol), which makes a server
     // send every Listener or Cluster it has: nothing is sent then. Later, an
     // empty list is how the last name is unsubscribed.
-    if (state.names.empty() && !stream.requested_types.contains(type_url)) continue;
+    if (state.names.empty() && !stream.requested_types.contains(type_url)) {
+      // No verdict goes out for what this type received: it holds nothing
+      // back.
+      env_.notifications.Resume(std::exchange(state.unanswered_responses, {}));
+      continue;
+    }
     stream.requested_types.insert(type_url);
     // The rest is decided now, so the request carries the last accepted
     // version and the nonce of the last response of its type.
