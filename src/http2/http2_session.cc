@@ -453,6 +453,10 @@ Task<void> Http2Session::WriteLoop() {
   std::string batch;
   while (!closed_) {
     batch.clear();
+    writer_wake_pending_ = false;
+    // Credit owed and now returnable (room, or this connection's own
+    // handlers read): its WINDOW_UPDATE goes out in this batch.
+    if (owed_connection_credit_ > 0) ReturnOwedConnectionCredit();
     while (batch.size() < kWriteBatchSize) {
       const uint8_t* data = nullptr;
       in_nghttp2_ = true;
@@ -466,8 +470,6 @@ Task<void> Http2Session::WriteLoop() {
       if (n == 0) break;
       batch.append(reinterpret_cast<const char*>(data), static_cast<size_t>(n));
     }
-    // Room told of while inside mem_send (a stream closing frees bytes).
-    if (owed_connection_credit_ > 0) ReturnOwedConnectionCredit();
     if (closed_) co_return;
     if (!batch.empty()) {
       Status status = co_await transport_->Write(
@@ -490,6 +492,8 @@ Task<void> Http2Session::WriteLoop() {
       CloseNow(reason);
       co_return;
     }
+    // Woken while running (a WINDOW_UPDATE queued after mem_send): go again.
+    if (writer_wake_pending_) continue;
     const Status awaited = co_await writer_cond_.Wait();
     if (!awaited.ok()) co_return;
   }

@@ -86,7 +86,11 @@ class Http2Session : private RequestMemoryBudget::Member {
   size_t buffered_bytes() const { return buffered_bytes_; }
 
   // Makes the writer run mem_send again (after a submit or resume).
-  void WakeWriter() { writer_cond_.NotifyAll(); }
+  void WakeWriter() {
+    // Recorded, so a wake while the writer itself runs is not lost.
+    writer_wake_pending_ = true;
+    writer_cond_.NotifyAll();
+  }
 
   // Starts closing: fails every stream with `reason`, queues GOAWAY with
   // `goaway_error_code` (unless GOAWAY handling already ended the session)
@@ -180,10 +184,12 @@ class Http2Session : private RequestMemoryBudget::Member {
   void ReleaseBudget();
   void OnBudgetRoom() override;
   size_t held_bytes() const override { return budget_held_; }
+  size_t abandonable_bytes() const override { return buffered_bytes_; }
   void AbandonLargestCall(const Status& reason) override;
   bool budget_joined_ = false;
-  bool in_nghttp2_ = false;  // inside nghttp2_session_mem_recv or mem_send
-  size_t budget_held_ = 0;   // charged to the budget
+  bool writer_wake_pending_ = false;  // WakeWriter() since the writer last looked
+  bool in_nghttp2_ = false;           // inside nghttp2_session_mem_recv or mem_send
+  size_t budget_held_ = 0;            // charged to the budget
   size_t budget_unfinished_ = 0;
   size_t owed_connection_credit_ = 0;  // received, not yet returned
   size_t window_growth_ = 0;           // connection window beyond HTTP/2's initial one

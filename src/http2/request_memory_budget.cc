@@ -53,15 +53,19 @@ void RequestMemoryBudget::MakeRoom() {
   if (abandoning_ || telling_) return;
   abandoning_ = true;
   while (!has_room()) {
+    // The member whose calls hold the most (a grown window nobody uses
+    // holds nothing a call could free).
     Member* largest = nullptr;
     for (Member* member : members_) {
-      if (largest == nullptr || member->held_bytes() > largest->held_bytes()) largest = member;
+      if (largest == nullptr || member->abandonable_bytes() > largest->abandonable_bytes()) {
+        largest = member;
+      }
     }
-    if (largest == nullptr || largest->held_bytes() == 0) break;
-    // Nobody holds more than a share: each gets its calls through, unless
-    // messages that cannot finish (no credit, nothing to read) hold half
-    // of it.
-    if (largest->held_bytes() <= fair_share() && unfinished_ < limit_ / 2) break;
+    if (largest == nullptr || largest->abandonable_bytes() == 0) break;
+    // It is within its share (a member at its share waits, so it is not):
+    // it gets its calls through, unless messages that cannot finish (no
+    // credit, nothing to read) hold half the budget.
+    if (largest->held_bytes() < fair_share() && unfinished_ < limit_ / 2) break;
     const size_t before = largest->held_bytes();
     largest->AbandonLargestCall(ResourceExhaustedError(
         "server request memory budget exhausted (" + std::to_string(limit_ >> 20) +

@@ -55,6 +55,8 @@ class RequestMemoryBudget {
     virtual void OnBudgetRoom() = 0;
     // The member's charge: what it holds and the credit it has promised.
     virtual size_t held_bytes() const = 0;
+    // What ending its calls could free (its charge less unused credit).
+    virtual size_t abandonable_bytes() const = 0;
     // Ends the call holding the most bytes with `reason` and frees them.
     virtual void AbandonLargestCall(const Status& reason) = 0;
 

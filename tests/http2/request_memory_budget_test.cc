@@ -23,14 +23,20 @@ struct Connection : RequestMemoryBudget::Member {
     messages.push_back(bytes);
     Recount();
   }
+  // Credit granted and not used yet: charged, but no call holds it.
+  void Grant(size_t bytes) {
+    budget.Recharge(held + credit, held + bytes, 0, 0);
+    credit = bytes;
+  }
   void Recount() {
     size_t now = 0;
     for (size_t message : messages) now += message;
-    budget.Recharge(held, now, complete ? 0 : held, complete ? 0 : now);
+    budget.Recharge(held + credit, now + credit, complete ? 0 : held, complete ? 0 : now);
     held = now;
   }
   void OnBudgetRoom() override { ++rooms_told; }
-  size_t held_bytes() const override { return held; }
+  size_t held_bytes() const override { return held + credit; }
+  size_t abandonable_bytes() const override { return held; }
   void AbandonLargestCall(const Status& reason) override {
     auto largest = std::max_element(messages.begin(), messages.end());
     abandoned.push_back(*largest);
@@ -43,6 +49,7 @@ struct Connection : RequestMemoryBudget::Member {
   std::vector<size_t> messages;
   bool complete = false;  // messages a handler will read, or still arriving
   size_t held = 0;
+  size_t credit = 0;
   int rooms_told = 0;
   std::vector<size_t> abandoned;
   std::vector<std::string> reasons;
@@ -127,6 +134,21 @@ TEST(RequestMemoryBudgetTest, UnfinishedMessagesHoldingHalfTheBudgetAreEndedEven
   EXPECT_EQ(budget.abandoned_calls(), 1u);
   EXPECT_TRUE(budget.has_room());
   EXPECT_EQ(a.abandoned.size() + b.abandoned.size() + c.abandoned.size() + d.abandoned.size(), 1u);
+}
+
+// A connection whose charge is a grown window nobody uses has no call to
+// end: the calls of the next holder are ended instead.
+TEST(RequestMemoryBudgetTest, AConnectionChargedOnlyForUnusedCreditIsPassedOver) {
+  RequestMemoryBudget budget(16 * kMiB);
+  Connection idle(budget), a(budget), b(budget);
+  idle.Grant(7 * kMiB);
+  a.Receive(6 * kMiB);
+  b.Receive(5 * kMiB);  // 18 MiB charged; the share is 5.33 MiB
+  budget.MakeRoom();
+  EXPECT_EQ(a.abandoned, std::vector<size_t>{6 * kMiB});
+  EXPECT_TRUE(b.abandoned.empty());
+  EXPECT_TRUE(budget.has_room());
+  EXPECT_EQ(budget.abandoned_calls(), 1u);
 }
 
 }  // namespace
