@@ -42,8 +42,9 @@ after each restart. The binaries run from copies in OUT/bin, so a build
 meanwhile changes nothing under them.
 
 With --kill the control plane is restarted with SIGKILL; --check-recovery
-then also checks, at the end, that every process's fd count comes back to
-what it was once the calls started, and that a last endpoint change (every
+then checks, at the end, that every process's fd count comes back to what
+it was once the calls started (instead of judging the counts sampled
+during the restarts, where reconnections come and go), and that a last endpoint change (every
 cluster on the last backend) still reaches the client: its watches survived
 (the test tools_control_plane_restarts).
 
@@ -583,7 +584,12 @@ def main():
                 f'fds {points[0][2]} -> {points[-1][2]}')
         if judged and not args.no_rss_verdict and grows(rss, rss_grows):
             problems.append(f'{name}: RSS grows after the warm-up ({line})')
-        if judged and grows(fds, fds_grow):
+        # With --check-recovery the control plane is restarted every fraction
+        # of a second, so any sample may catch a reconnection with its old
+        # and new sockets both open (about 15 % of them do), and a few in a
+        # row at the end say nothing. The fd verdict there is the recovery
+        # check: every count back to its start once the faults stop.
+        if judged and not args.check_recovery and grows(fds, fds_grow):
             problems.append(f'{name}: fd count grows after the warm-up ({line})')
         verdicts.append(line + ('' if judged else ' (restarted, not judged)'))
     write_plot(os.path.join(out, 'soak.png'), series, warmup)
