@@ -50,10 +50,7 @@ bool Http2Stream::DropPartialMessage(const Status& reason) {
 void Http2Stream::AbandonForMemory(Status reason) {
   if (session_ == nullptr || !deframer_.error().ok()) return;
   deframer_.Abandon(reason);  // frees the message still arriving, drops later bytes
-  received_.clear();
-  received_bytes_ = 0;
-  UpdateBuffered();
-  ReturnCredit();
+  DiscardReceived();
   OnReceiveError(std::move(reason));
 }
 

@@ -10,15 +10,7 @@ void RequestMemoryBudget::Join(Member* member) { members_.push_back(member); }
 void RequestMemoryBudget::Leave(Member* member) {
   std::erase(members_, member);
   ForgetWaiter(member);
-  // Every share just grew: a waiter may be within its own now.
-  if (telling_) return;
-  telling_ = true;
-  for (size_t n = waiters_.size(); n > 0 && !waiters_.empty(); --n) {
-    Member* waiter = waiters_.front();
-    waiters_.pop_front();
-    waiter->OnBudgetRoom();
-  }
-  telling_ = false;
+  TellWaiters(/*only_with_room=*/false);  // every share grew: one may be within its own now
 }
 
 void RequestMemoryBudget::Recharge(size_t before, size_t after, size_t unfinished_before,
@@ -26,7 +18,7 @@ void RequestMemoryBudget::Recharge(size_t before, size_t after, size_t unfinishe
   used_ = used_ - before + after;
   unfinished_ = unfinished_ - unfinished_before + unfinished_after;
   peak_ = std::max(peak_, used_);
-  if (after < before) TellWaiters();
+  if (after < before) TellWaiters(/*only_with_room=*/true);
 }
 
 bool RequestMemoryBudget::TryGrowWindow(size_t more) {
@@ -76,12 +68,13 @@ void RequestMemoryBudget::MakeRoom() {
   abandoning_ = false;
 }
 
-void RequestMemoryBudget::TellWaiters() {
+void RequestMemoryBudget::TellWaiters(bool only_with_room) {
   // A waiter told here returns credit and may wait again (going to the
   // back): one pass at a time, over the waiters present when it starts.
   if (telling_) return;
   telling_ = true;
-  for (size_t n = waiters_.size(); n > 0 && !waiters_.empty() && has_room(); --n) {
+  for (size_t n = waiters_.size(); n > 0 && !waiters_.empty() && (has_room() || !only_with_room);
+       --n) {
     Member* waiter = waiters_.front();
     waiters_.pop_front();
     waiter->OnBudgetRoom();

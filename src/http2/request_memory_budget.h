@@ -109,7 +109,8 @@ class RequestMemoryBudget {
   void MakeRoom();
 
  private:
-  void TellWaiters();
+  // Tells each waiter present once (while there is room, if asked).
+  void TellWaiters(bool only_with_room);
 
   const size_t limit_;
   size_t used_ = 0;
