@@ -10,6 +10,7 @@
 
 #include "lb/lb_test_util.h"
 #include "lb/ring_hash_policy.h"
+#include "uxds/ring_hash.h"
 
 namespace uxds {
 namespace {
@@ -178,10 +179,26 @@ TEST_F(ClusterLoadBalancerTest, RingHashSpreadsRandomHashesByEndpointTimesLocali
       Pick(ThreadRandom());
       ++counts[last_address_];
     }
-    // The ring (1024 entries) gives each endpoint its share to within a
-    // few percent; random hashes add about 0.7 % (3 sigma).
-    EXPECT_NEAR(counts[Addr(0)] / double{kPicks}, 1.0 / 3, 0.04);
-    EXPECT_NEAR(counts[Addr(1)] / double{kPicks}, 2.0 / 3, 0.04);
+    // The weights set how many ring entries each endpoint gets (exactly
+    // 1:2). How much of the hash space those entries own depends on where
+    // the backends' ephemeral ports hash, so the share the picks must
+    // follow is the one this ring gives, measured from the ring itself;
+    // random hashes add about 0.7 % (3 sigma).
+    const std::vector<RingEndpoint> ring_endpoints = {{Addr(0), 1}, {Addr(1), 2}};
+    const Ring ring = Ring::Build(ring_endpoints, RingSizeConfig{});
+    size_t entries[2] = {0, 0};
+    double owned[2] = {0, 0};
+    for (size_t i = 0; i < ring.size(); ++i) {
+      // Entry i owns the hashes after entry i-1 up to its own (entry 0 also
+      // owns the wrap past the last one); unsigned subtraction wraps too.
+      const uint64_t previous = ring[(i + ring.size() - 1) % ring.size()].hash;
+      ++entries[ring[i].endpoint];
+      owned[ring[i].endpoint] += static_cast<double>(ring[i].hash - previous) / 0x1p64;
+    }
+    EXPECT_EQ(entries[1], 2 * entries[0]);
+    EXPECT_NEAR(owned[0] + owned[1], 1.0, 1e-9);
+    EXPECT_NEAR(counts[Addr(0)] / double{kPicks}, owned[0], 0.015);
+    EXPECT_NEAR(counts[Addr(1)] / double{kPicks}, owned[1], 0.015);
   }());
 }
 
