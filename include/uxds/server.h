@@ -39,7 +39,9 @@
 //
 // Threads: create, Start() and Shutdown() the server on the pool's loop (the
 // control thread), where the serving-status callback runs too. Connections
-// and handlers run on the server's own loop thread.
+// and handlers run on the server's own loop threads (serving_loops), so a
+// registry's handlers must be safe to run on several threads at once when
+// there is more than one.
 #pragma once
 
 #include <chrono>
@@ -103,6 +105,14 @@ struct XdsServerOptions {
   // The same as ServerOptions::request_memory_budget, shared by the
   // connections of the current Listener and those still draining.
   size_t request_memory_budget = kDefaultRequestMemoryBudget;
+  // Loops serving connections, each on a thread of its own with its own
+  // listening socket (SO_REUSEPORT when more than one, so the kernel spreads
+  // new connections over them); handlers run on the loop of their
+  // connection. 0: one per CPU. Every loop serves under the same Listener
+  // version, drains and shuts down with the others. max_connections bounds
+  // the server as a whole; request_memory_budget is split evenly among the
+  // loops (each loop's connections share its part).
+  size_t serving_loops = 1;
 };
 
 class XdsServer {
@@ -152,7 +162,10 @@ class XdsServer {
 //   ... (*server)->port() ...
 //   co_await (*server)->Shutdown(std::chrono::seconds(5));  // Serve() then returns
 //
-// Threads: everything on `loop`'s thread; handlers run there too.
+// Threads: create, Serve() and Shutdown() on `loop`'s thread. Handlers run
+// there too, and, with ServerOptions::loops > 1, on the server's other loop
+// threads: a registry's handlers must then be safe to run on several
+// threads at once.
 struct ServerOptions {
   // Connections served at once; more are closed at accept, without a byte.
   size_t max_connections = 1024;
@@ -185,11 +198,14 @@ struct ServerOptions {
   // ended RESOURCE_EXHAUSTED, so the server never stalls for good.
   // 0: no server-wide bound (each connection still has its own).
   size_t request_memory_budget = kDefaultRequestMemoryBudget;
+  // Loops serving connections: the Loop given to Listen() and loops - 1
+  // more, each on a thread the server starts, with its own listening socket
+  // on the same port (SO_REUSEPORT when more than one, so the kernel
+  // spreads new connections over them). Handlers run on the loop of their
+  // connection. 0: one per CPU. max_connections bounds the server as a
+  // whole; request_memory_budget is split evenly among the loops.
+  size_t loops = 1;
 };
-
-namespace http2 {
-class Server;
-}
 
 class Server {
  public:
@@ -219,9 +235,14 @@ class Server {
   // ended; a call after that returns at once.
   Task<void> Shutdown(std::chrono::milliseconds grace);
 
+  // How many loops serve (ServerOptions::loops, 0 resolved).
+  size_t loop_count() const;
+
+  struct Impl;
+
  private:
-  explicit Server(std::unique_ptr<http2::Server> server);
-  std::unique_ptr<http2::Server> server_;
+  explicit Server(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace uxds

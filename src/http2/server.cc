@@ -6,8 +6,9 @@ namespace uxds::http2 {
 
 StatusOr<std::unique_ptr<Server>> Server::Listen(Loop& loop, const SocketAddress& address,
                                                  std::shared_ptr<const ServiceRegistry> registry,
-                                                 ServerOptions options) {
-  StatusOr<std::unique_ptr<TcpListener>> listener = TcpListener::Bind(loop, address);
+                                                 ServerOptions options, bool share_port) {
+  StatusOr<std::unique_ptr<TcpListener>> listener =
+      TcpListener::Bind(loop, address, 1024, TcpListener::kAddressInUseGrace, share_port);
   if (!listener.ok()) return listener.status();
   return std::unique_ptr<Server>(
       new Server(loop, std::move(*listener), std::move(registry), std::move(options)));
@@ -18,7 +19,7 @@ Server::Server(Loop& loop, std::unique_ptr<TcpListener> listener,
     : loop_(loop),
       listener_(std::move(listener)),
       registry_(std::move(registry)),
-      options_(ShareMemoryBudget(std::move(options))),
+      options_(ShareConnectionQuota(ShareMemoryBudget(std::move(options)))),
       accept_pause_(loop, "server on " + listener_->local_address().ToString()),
       connections_(loop),
       serve_left_(loop),
@@ -51,14 +52,15 @@ Task<void> Server::AcceptUntilShutdown() {
       if (!awaited.ok()) break;
       continue;
     }
-    if (accepted_ >= options_.max_connections) {
+    // Counted from here to the connection's end, whichever way it ends
+    // (handshakes included), against a count the server's loops share.
+    if (!options_.shared_connection_quota->TryTake()) {
       (*socket)->Close();  // over the limit: closed without a byte
       ++refused_connections_;
-      accept_pause_.Refused(options_.max_connections);
+      accept_pause_.Refused(options_.shared_connection_quota->limit());
       continue;
     }
     accept_pause_.Accepted();
-    ++accepted_;
     connections_.Spawn(ServeConnection(std::move(*socket)));
   }
   if (!shutdown_.started()) {
@@ -72,13 +74,13 @@ Task<void> Server::AcceptUntilShutdown() {
 Task<void> Server::ServeConnection(std::unique_ptr<TcpSocket> socket) {
   // Counted from accept to the end, whichever way it ends.
   struct Served {
-    size_t& count;
+    detail::ConnectionQuota& quota;
     AcceptPause& pause;
     ~Served() {
-      --count;
+      quota.Give();
       pause.ConnectionEnded();
     }
-  } served{accepted_, accept_pause_};
+  } served{*options_.shared_connection_quota, accept_pause_};
   std::unique_ptr<ByteStream> transport = std::move(socket);
   if (options_.tls) {
     StatusOr<std::unique_ptr<TlsStream>> tls =

@@ -32,10 +32,13 @@ namespace uxds::http2 {
 
 class Server {
  public:
-  // Binds and listens (port 0 picks a free port).
+  // Binds and listens (port 0 picks a free port). `share_port`: with
+  // SO_REUSEPORT, so that servers on other loops listen on the same port
+  // (give them all one options.shared_connection_quota).
   static StatusOr<std::unique_ptr<Server>> Listen(Loop& loop, const SocketAddress& address,
                                                   std::shared_ptr<const ServiceRegistry> registry,
-                                                  ServerOptions options = {});
+                                                  ServerOptions options = {},
+                                                  bool share_port = false);
   // Shutdown() or Serve() must have returned before this; the caller it
   // returned to may destroy the server at once, while other callers are
   // still queued to resume. Destroying it while the teardown runs
@@ -84,7 +87,6 @@ class Server {
   const ServerOptions options_;
   // Declared before connections_: a connection's end touches them.
   std::unordered_set<ServerConnection*> live_;
-  size_t accepted_ = 0;  // connections being served, handshakes included
   uint64_t refused_connections_ = 0;
   AcceptPause accept_pause_;
   TaskGroup connections_;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "http2/connection_quota.h"
 #include "http2/grpc_framing.h"
 #include "http2/http2_session.h"
 #include "http2/request_memory_budget.h"
@@ -72,6 +73,10 @@ struct ServerOptions {
   size_t request_memory_budget = detail::kDefaultRequestMemoryBudget;
   // The shared budget itself (set by ShareMemoryBudget).
   std::shared_ptr<detail::RequestMemoryBudget> shared_memory_budget;
+  // Server and the xDS-enabled server's listener: the max_connections count
+  // their loops share (set by ShareConnectionQuota; one per server, however
+  // many loops it accepts on).
+  std::shared_ptr<detail::ConnectionQuota> shared_connection_quota;
 };
 
 // Gives `options` the budget its connections will share, once.
@@ -79,6 +84,15 @@ inline ServerOptions ShareMemoryBudget(ServerOptions options) {
   if (options.request_memory_budget > 0 && options.shared_memory_budget == nullptr) {
     options.shared_memory_budget =
         std::make_shared<detail::RequestMemoryBudget>(options.request_memory_budget);
+  }
+  return options;
+}
+
+// Gives `options` the max_connections count its loops will share, once.
+inline ServerOptions ShareConnectionQuota(ServerOptions options) {
+  if (options.shared_connection_quota == nullptr) {
+    options.shared_connection_quota =
+        std::make_shared<detail::ConnectionQuota>(options.max_connections);
   }
   return options;
 }

@@ -157,7 +157,7 @@ bool BindWaitingForARingTeardown(int fd, const SocketAddress& address,
 
 StatusOr<std::unique_ptr<TcpListener>> TcpListener::Bind(
     Loop& loop, const SocketAddress& address, int backlog,
-    std::chrono::milliseconds address_in_use_grace) {
+    std::chrono::milliseconds address_in_use_grace, bool share_port) {
   std::string what = "listen on " + address.ToString();
   // Non-blocking on epoll (accept4 must not block the loop); blocking on
   // io_uring, which polls by itself.
@@ -166,6 +166,11 @@ StatusOr<std::unique_ptr<TcpListener>> TcpListener::Bind(
   if (fd < 0) return ErrnoToStatus(errno, what);
   int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (share_port && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0) {
+    Status s = ErrnoToStatus(errno, "SO_REUSEPORT on " + address.ToString());
+    ::close(fd);
+    return s;
+  }
   if (!BindWaitingForARingTeardown(fd, address, address_in_use_grace)) {
     Status s = ErrnoToStatus(errno, "bind " + address.ToString());
     ::close(fd);

@@ -81,9 +81,14 @@ class TcpListener {
   // blocking the calling thread; a loop that must not block passes 0 and
   // retries itself (ServingListener). A port still in use then fails
   // ALREADY_EXISTS.
+  //
+  // `share_port` sets SO_REUSEPORT: several listeners (one per loop of a
+  // server) bind the same port and the kernel spreads new connections over
+  // them by a hash of the connection's addresses. Every socket of the group
+  // must set it, so a process that did not still makes the port in use.
   static StatusOr<std::unique_ptr<TcpListener>> Bind(
       Loop& loop, const SocketAddress& address, int backlog = 1024,
-      std::chrono::milliseconds address_in_use_grace = kAddressInUseGrace);
+      std::chrono::milliseconds address_in_use_grace = kAddressInUseGrace, bool share_port = false);
   ~TcpListener();
 
   // The next accepted connection; CANCELLED when the task is cancelled or the

@@ -181,10 +181,8 @@ std::shared_ptr<const ServingConfig> ServerConfigWatcher::BuildConfig(
     if (const std::string* name = RdsNameOf(chain)) {
       table = rds_.at(*name).table;
     } else {
-      auto inline_table = std::make_shared<RouteTable>();
-      inline_table->routes = std::make_shared<const RouteConfigResource>(
-          std::get<RouteConfigResource>(chain.http_connection_manager.route_config));
-      table = std::move(inline_table);
+      table = std::make_shared<const RouteTable>(std::make_shared<const RouteConfigResource>(
+          std::get<RouteConfigResource>(chain.http_connection_manager.route_config)));
     }
     return MakeRoutedRegistry(registry_, std::move(table));
   };

@@ -61,7 +61,7 @@ class ServerConfigWatcher {
     std::shared_ptr<Watcher<RouteConfigResource>> watcher;
     // nullopt: nothing yet.
     std::optional<StatusOr<std::shared_ptr<const RouteConfigResource>>> update;
-    // What connections read; written on the serving loop (update_routes).
+    // What connections read, on every serving loop (update_routes sets it).
     std::shared_ptr<RouteTable> table = std::make_shared<RouteTable>();
   };
 

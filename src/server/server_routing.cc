@@ -19,6 +19,16 @@ uint32_t RouteFractionDraw() {
 
 }  // namespace
 
+RouteTable::RouteTable()
+    : RouteTable(Status(StatusCode::kUnavailable, "RouteConfiguration not received")) {}
+
+RouteTable::RouteTable(Routes routes)
+    : current_(std::make_shared<const Routes>(std::move(routes))) {}
+
+void RouteTable::Set(Routes routes) {
+  current_.store(std::make_shared<const Routes>(std::move(routes)), std::memory_order_release);
+}
+
 Status CheckRoute(const StatusOr<std::shared_ptr<const RouteConfigResource>>& routes,
                   const http2::ServerCall& call) {
   // A36: an RDS resource NACKed without a previous good version, unavailable
@@ -58,7 +68,7 @@ std::shared_ptr<const http2::ServiceRegistry> MakeRoutedRegistry(
   // Every path goes through the fallback: routing comes before dispatch.
   routed->SetFallbackHandler([registry = std::move(registry),
                               table = std::move(table)](http2::ServerCall& call) -> Task<Status> {
-    const Status routed_ok = CheckRoute(table->routes, call);
+    const Status routed_ok = CheckRoute(*table->Current(), call);
     if (!routed_ok.ok()) co_return routed_ok;
     const http2::Handler* handler = registry->Find(call.method());
     if (handler == nullptr) {

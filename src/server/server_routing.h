@@ -4,10 +4,12 @@
 // the route matched as on the client (src/xds/routing/route_selection.h);
 // only a route with non_forwarding_action lets the RPC through.
 //
-// Threads: a RouteTable is written and read on the serving loop only; the
-// control thread hands it updates through Loop::Post.
+// Threads: the control thread writes a RouteTable; RPCs on every serving
+// loop read it. Each version is immutable and published with one atomic
+// swap; an RPC holds the version it read until its check ends.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,9 +24,22 @@ namespace uxds::server {
 // RouteConfiguration, or the latest result of an RDS watch (which changes
 // under live connections: A36 "does not apply to an updated
 // RouteConfiguration provided by reference via rds field").
-struct RouteTable {
-  StatusOr<std::shared_ptr<const RouteConfigResource>> routes =
-      Status(StatusCode::kUnavailable, "RouteConfiguration not received");
+class RouteTable {
+ public:
+  using Routes = StatusOr<std::shared_ptr<const RouteConfigResource>>;
+  // "RouteConfiguration not received" until the first Set().
+  RouteTable();
+  explicit RouteTable(Routes routes);
+  RouteTable(const RouteTable&) = delete;
+  RouteTable& operator=(const RouteTable&) = delete;
+
+  // Any thread: the version in use now.
+  std::shared_ptr<const Routes> Current() const { return current_.load(std::memory_order_acquire); }
+  // Control thread: makes `routes` the version every later RPC reads.
+  void Set(Routes routes);
+
+ private:
+  std::atomic<std::shared_ptr<const Routes>> current_;
 };
 
 // A36: OK if the RPC may reach its handler, else UNAVAILABLE saying why (no

@@ -10,8 +10,9 @@ namespace {
 // and close before Shutdown() cancels it.
 constexpr std::chrono::milliseconds kShutdownBackstop{2'000};
 
-ServingListenerOptions WithSharedMemoryBudget(ServingListenerOptions options) {
-  options.connection_options = http2::ShareMemoryBudget(std::move(options.connection_options));
+ServingListenerOptions WithSharedBounds(ServingListenerOptions options) {
+  options.connection_options =
+      http2::ShareConnectionQuota(http2::ShareMemoryBudget(std::move(options.connection_options)));
   return options;
 }
 
@@ -21,7 +22,7 @@ ServingListener::ServingListener(Loop& loop, SocketAddress address, ServingListe
                                  std::function<void(Status)> on_bind_status)
     : loop_(loop),
       address_(std::move(address)),
-      options_(WithSharedMemoryBudget(std::move(options))),
+      options_(WithSharedBounds(std::move(options))),
       on_bind_status_(std::move(on_bind_status)),
       accept_task_(loop),
       accept_pause_(loop, "xDS-enabled server on " + address_.ToString()),
@@ -54,6 +55,7 @@ void ServingListener::StopServing() {
 void ServingListener::DrainOlderConnections() {
   // Every connection counted against max_connections was accepted under an
   // older generation: it drains now and no longer counts.
+  options_.connection_options.shared_connection_quota->Give(serving_);
   serving_ = 0;
   for (const auto& [connection, generation] : live_) {
     if (generation < generation_ && !connection->draining()) {
@@ -69,7 +71,7 @@ Task<void> ServingListener::BindAndAccept() {
   const Loop::Clock::time_point in_use_until = Loop::Clock::now() + TcpListener::kAddressInUseGrace;
   while (listener_ == nullptr) {
     StatusOr<std::unique_ptr<TcpListener>> bound =
-        TcpListener::Bind(loop_, address_, 1024, std::chrono::milliseconds(0));
+        TcpListener::Bind(loop_, address_, 1024, std::chrono::milliseconds(0), options_.share_port);
     if (bound.ok()) {
       listener_ = *std::move(bound);
       on_bind_status_(Status());
@@ -99,14 +101,17 @@ Task<void> ServingListener::BindAndAccept() {
       continue;
     }
     std::shared_ptr<const http2::ServiceRegistry> registry;
-    const bool at_limit = serving_ >= options_.connection_options.max_connections;
-    if (config_ != nullptr && at_limit) {
-      accept_pause_.Refused(options_.connection_options.max_connections);
-    }
+    http2::detail::ConnectionQuota& quota = *options_.connection_options.shared_connection_quota;
     // Connections draining after a Listener update do not count: A36 "Draining
     // must not cause the server to spuriously fail RPCs or connections", and
-    // each ends within the drain grace time.
-    if (config_ != nullptr && serving_ < options_.connection_options.max_connections) {
+    // each ends within the drain grace time. The count is the server's, over
+    // all its loops.
+    bool counted = false;
+    if (config_ != nullptr) {
+      counted = quota.TryTake();
+      if (!counted) accept_pause_.Refused(quota.limit());
+    }
+    if (counted) {
       const ConnectionAddresses addresses{(*socket)->local_address(), (*socket)->peer_address()};
       if (const FilterChain* chain = config_->matcher->Select(addresses)) {
         registry = config_->RegistryFor(*chain);
@@ -115,6 +120,7 @@ Task<void> ServingListener::BindAndAccept() {
     if (registry == nullptr) {
       // A36: not serving, or no filter chain (and no default one): close
       // "without any bytes being sent".
+      if (counted) quota.Give();
       (*socket)->Close();
       continue;
     }
@@ -132,7 +138,10 @@ Task<void> ServingListener::ServeConnection(std::unique_ptr<TcpSocket> socket,
     uint64_t generation;
     // Counted only while its generation is the current one.
     ~Served() {
-      if (generation == listener.generation_) --listener.serving_;
+      if (generation == listener.generation_) {
+        --listener.serving_;
+        listener.options_.connection_options.shared_connection_quota->Give();
+      }
       listener.accept_pause_.ConnectionEnded();
     }
   } served{*this, generation};

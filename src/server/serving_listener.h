@@ -38,6 +38,9 @@ struct ServingListenerOptions {
   std::chrono::milliseconds drain_grace_time{600'000};
   std::chrono::milliseconds bind_retry_interval{60'000};
   http2::ServerOptions connection_options;
+  // SO_REUSEPORT: the listeners of the server's other loops bind the same
+  // port.
+  bool share_port = false;
 };
 
 class ServingListener {

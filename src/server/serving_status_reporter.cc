@@ -6,17 +6,30 @@
 
 namespace uxds::server {
 
-ServingStatusReporter::ServingStatusReporter(std::string listening_address, Callback callback)
-    : listening_address_(std::move(listening_address)), callback_(std::move(callback)) {}
+ServingStatusReporter::ServingStatusReporter(std::string listening_address, Callback callback,
+                                             size_t sockets)
+    : listening_address_(std::move(listening_address)),
+      callback_(std::move(callback)),
+      bind_statuses_(sockets) {}
 
 void ServingStatusReporter::SetConfigStatus(Status status) {
   config_status_ = std::move(status);
   Report();
 }
 
-void ServingStatusReporter::SetBindStatus(Status status) {
-  bind_status_ = std::move(status);
+void ServingStatusReporter::SetBindStatus(size_t socket, Status status) {
+  bind_statuses_.at(socket) = std::move(status);
   Report();
+}
+
+std::optional<Status> ServingStatusReporter::BindStatus() const {
+  bool all_listen = true;
+  for (const std::optional<Status>& status : bind_statuses_) {
+    if (status.has_value() && !status->ok()) return status;
+    all_listen = all_listen && status.has_value();
+  }
+  if (!all_listen) return std::nullopt;
+  return Status();
 }
 
 void ServingStatusReporter::Report() {
@@ -25,8 +38,9 @@ void ServingStatusReporter::Report() {
   if (status.ok()) {
     // Serving needs the socket too; before the first bind there is nothing
     // to say yet.
-    if (!bind_status_.has_value()) return;
-    status = *bind_status_;
+    std::optional<Status> bind_status = BindStatus();
+    if (!bind_status.has_value()) return;
+    status = *std::move(bind_status);
   }
   if (reported_.has_value() && reported_->code() == status.code() &&
       reported_->message() == status.message()) {

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "uxds/status.h"
 
@@ -20,12 +21,14 @@ namespace uxds::server {
 class ServingStatusReporter {
  public:
   using Callback = std::function<void(std::string_view listening_address, const Status& status)>;
-  ServingStatusReporter(std::string listening_address, Callback callback);
+  // `sockets`: how many listening sockets (one per serving loop) must
+  // listen for the server to serve.
+  ServingStatusReporter(std::string listening_address, Callback callback, size_t sockets = 1);
 
   // A configuration is applied (OK), or the reason none is.
   void SetConfigStatus(Status status);
-  // The last bind result.
-  void SetBindStatus(Status status);
+  // The last bind result of socket `socket` (< sockets).
+  void SetBindStatus(size_t socket, Status status);
   // No report after this (the server is shutting down).
   void Close() { closed_ = true; }
 
@@ -35,7 +38,11 @@ class ServingStatusReporter {
   const std::string listening_address_;
   Callback callback_;
   std::optional<Status> config_status_;  // nullopt: nothing received yet
-  std::optional<Status> bind_status_;    // nullopt: no bind attempted yet
+  // The sockets serve when all listen; the first error otherwise.
+  // nullopt: no bind attempted yet.
+  std::optional<Status> BindStatus() const;
+
+  std::vector<std::optional<Status>> bind_statuses_;  // per socket; nullopt: not tried yet
   std::optional<Status> reported_;
   bool closed_ = false;
 };

@@ -1,12 +1,16 @@
 #include "uxds/server.h"
 
+#include <algorithm>
+#include <atomic>
 #include <utility>
+#include <vector>
 
 #include "http2/service_registry.h"
 #include "runtime/shutdown_once.h"
 #include "runtime/socket_address.h"
 #include "server/server_config_watcher.h"
 #include "server/serving_listener.h"
+#include "server/serving_loops.h"
 #include "server/serving_status_reporter.h"
 #include "uxds/loop.h"
 
@@ -14,15 +18,29 @@ namespace uxds {
 
 namespace {
 
-// On the serving loop: the listener's teardown, then the listener itself
-// (its Shutdown() has returned, so it may go at once), then word to the
-// control thread.
+// On serving loop i: the listener's teardown, then the listener itself (its
+// Shutdown() has returned, so it may go at once).
 Task<void> ShutdownListener(std::unique_ptr<server::ServingListener> listener,
-                            std::chrono::milliseconds grace, Loop* control,
-                            std::shared_ptr<Event> done) {
+                            std::chrono::milliseconds grace) {
   co_await listener->Shutdown(grace);
   listener.reset();
-  control->Post([done] { done->Set(); });
+}
+
+// A36: the serving state changes on every serving loop first; `report`
+// runs (posted to the control loop) once the last loop has made the change,
+// so "not serving" means no loop serves a new connection any more.
+void OnEveryLoop(const std::vector<Loop*>& loops, std::function<void(size_t)> change,
+                 std::function<void()> report) {
+  auto remaining = std::make_shared<std::atomic<size_t>>(loops.size());
+  auto shared_change = std::make_shared<const std::function<void(size_t)>>(std::move(change));
+  auto shared_report = std::make_shared<const std::function<void()>>(std::move(report));
+  for (size_t i = 0; i < loops.size(); ++i) {
+    loops[i]->Post([i, remaining, shared_change, shared_report] {
+      (*shared_change)(i);
+      // acq_rel: the last loop's report comes after every loop's change.
+      if (remaining->fetch_sub(1, std::memory_order_acq_rel) == 1) (*shared_report)();
+    });
+  }
 }
 
 }  // namespace
@@ -40,10 +58,10 @@ struct XdsServer::Impl {
   std::shared_ptr<const http2::ServiceRegistry> registry;
   XdsServerOptions options;
   std::shared_ptr<XdsClient> client;
-  // Connections and handlers run here.
-  std::unique_ptr<LoopThread> serving_thread;
-  // Lives on the serving loop; created here, destroyed there.
-  std::unique_ptr<server::ServingListener> listener;
+  // Connections and handlers run here, on every loop.
+  std::unique_ptr<server::ServingLoops> serving;
+  // listeners[i] lives on serving loop i; created here, destroyed there.
+  std::vector<std::unique_ptr<server::ServingListener>> listeners;
   // Control thread; shared with what the serving loop posts back.
   std::shared_ptr<server::ServingStatusReporter> reporter;
   std::unique_ptr<server::ServerConfigWatcher> watcher;
@@ -77,8 +95,9 @@ StatusOr<std::unique_ptr<XdsServer>> XdsServer::Create(
   StatusOr<std::shared_ptr<XdsClient>> client =
       options.xds_client_pool->Get(XdsClientPool::kServerKey);
   if (!client.ok()) return client.status();
-  StatusOr<std::unique_ptr<LoopThread>> serving_thread = LoopThread::Start();
-  if (!serving_thread.ok()) return serving_thread.status();
+  const size_t loop_count = server::LoopCountFor(options.serving_loops);
+  StatusOr<std::unique_ptr<server::ServingLoops>> serving = server::ServingLoops::Start(loop_count);
+  if (!serving.ok()) return serving.status();
 
   auto impl = std::make_unique<Impl>(options.xds_client_pool->loop());
   impl->address = *address;
@@ -87,9 +106,9 @@ StatusOr<std::unique_ptr<XdsServer>> XdsServer::Create(
   impl->registry = std::move(registry);
   impl->options = std::move(options);
   impl->client = *std::move(client);
-  impl->serving_thread = *std::move(serving_thread);
-  impl->reporter = std::make_shared<server::ServingStatusReporter>(impl->listening_address,
-                                                                   impl->options.serving_status);
+  impl->serving = *std::move(serving);
+  impl->reporter = std::make_shared<server::ServingStatusReporter>(
+      impl->listening_address, impl->options.serving_status, loop_count);
   server::ServingListenerOptions listener_options;
   listener_options.drain_grace_time = impl->options.drain_grace_time;
   listener_options.bind_retry_interval = impl->options.bind_retry_interval;
@@ -99,17 +118,26 @@ StatusOr<std::unique_ptr<XdsServer>> XdsServer::Create(
   listener_options.connection_options.max_connection_age_grace =
       impl->options.max_connection_age_grace;
   listener_options.connection_options.handshake_timeout = impl->options.handshake_timeout;
-  listener_options.connection_options.request_memory_budget = impl->options.request_memory_budget;
+  // Each loop's connections share their part of the budget (it is
+  // loop-confined); max_connections is one count for all loops.
+  const size_t budget = impl->options.request_memory_budget;
+  listener_options.connection_options.request_memory_budget =
+      budget == 0 ? 0 : std::max<size_t>(1, budget / loop_count);
+  listener_options.connection_options =
+      http2::ShareConnectionQuota(std::move(listener_options.connection_options));
+  listener_options.share_port = loop_count > 1;
   // Bind results travel back to the control thread, where the reporter lives.
   Loop* control = &impl->control_loop;
   std::shared_ptr<server::ServingStatusReporter> reporter = impl->reporter;
-  impl->listener = std::make_unique<server::ServingListener>(
-      impl->serving_thread->loop(), impl->address, listener_options,
-      [control, reporter](Status status) {
-        control->Post([reporter, status = std::move(status)]() mutable {
-          reporter->SetBindStatus(std::move(status));
-        });
-      });
+  for (size_t i = 0; i < loop_count; ++i) {
+    impl->listeners.push_back(std::make_unique<server::ServingListener>(
+        impl->serving->loop(i), impl->address, listener_options,
+        [control, reporter, i](Status status) {
+          control->Post([reporter, i, status = std::move(status)]() mutable {
+            reporter->SetBindStatus(i, std::move(status));
+          });
+        }));
+  }
   return std::unique_ptr<XdsServer>(new XdsServer(std::move(impl)));
 }
 
@@ -117,19 +145,20 @@ XdsServer::XdsServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 XdsServer::~XdsServer() {
   impl_->watcher.reset();
-  // The serving thread stops and joins here; Shutdown() has already ended
-  // everything that ran on it.
-  impl_->serving_thread.reset();
+  // The serving threads stop and join here; Shutdown() has already ended
+  // everything that ran on them.
+  impl_->serving.reset();
 }
 
 void XdsServer::Start() {
   if (impl_->started || impl_->shutdown.started()) return;
   impl_->started = true;
   Impl& impl = *impl_;
-  Loop* serving = &impl.serving_thread->loop();
-  server::ServingListener* listener = impl.listener.get();
+  const std::vector<Loop*>& loops = impl.serving->loops();
+  std::vector<server::ServingListener*> listeners;
+  for (const auto& listener : impl.listeners) listeners.push_back(listener.get());
   server::ServerConfigWatcher::Callbacks callbacks;
-  // The serving state changes on the serving loop first; the status is
+  // The serving state changes on the serving loops first; the status is
   // reported once it has, so "not serving" means no connection gets served.
   Loop* control = &impl.control_loop;
   std::shared_ptr<server::ServingStatusReporter> reporter = impl.reporter;
@@ -138,24 +167,23 @@ void XdsServer::Start() {
       reporter->SetConfigStatus(std::move(status));
     });
   };
-  callbacks.apply = [serving, listener,
+  callbacks.apply = [loops, listeners,
                      report_config_status](std::shared_ptr<const server::ServingConfig> config) {
-    serving->Post([listener, config = std::move(config), report_config_status]() mutable {
-      listener->Apply(std::move(config));
-      report_config_status(Status());
-    });
+    // One immutable version, shared read-only by every loop.
+    OnEveryLoop(
+        loops, [listeners, config](size_t i) { listeners[i]->Apply(config); },
+        [report_config_status] { report_config_status(Status()); });
   };
-  callbacks.update_routes = [serving](std::shared_ptr<server::RouteTable> table,
-                                      StatusOr<std::shared_ptr<const RouteConfigResource>> routes) {
-    serving->Post([table = std::move(table), routes = std::move(routes)]() mutable {
-      table->routes = std::move(routes);
-    });
+  // Connections on every loop read the table; it publishes each version
+  // with one atomic swap.
+  callbacks.update_routes = [](std::shared_ptr<server::RouteTable> table,
+                               StatusOr<std::shared_ptr<const RouteConfigResource>> routes) {
+    table->Set(std::move(routes));
   };
-  callbacks.not_serving = [serving, listener, report_config_status](Status reason) {
-    serving->Post([listener, reason = std::move(reason), report_config_status]() mutable {
-      listener->StopServing();
-      report_config_status(std::move(reason));
-    });
+  callbacks.not_serving = [loops, listeners, report_config_status](Status reason) {
+    OnEveryLoop(
+        loops, [listeners](size_t i) { listeners[i]->StopServing(); },
+        [report_config_status, reason] { report_config_status(reason); });
   };
   impl.watcher = std::make_unique<server::ServerConfigWatcher>(*impl.client, impl.listener_name,
                                                                impl.listening_address,
@@ -171,18 +199,14 @@ Task<void> XdsServer::Shutdown(std::chrono::milliseconds grace) {
 Task<void> XdsServer::Impl::Teardown(std::chrono::milliseconds grace) {
   watcher.reset();
   reporter->Close();
-  // The listener shuts down on its own loop and is destroyed there; the
-  // control thread hears of it through an Event.
-  auto done = std::make_shared<Event>(control_loop);
-  Loop* control = &control_loop;
-  Loop* serving = &serving_thread->loop();
-  server::ServingListener* released = listener.release();
-  serving->Post([serving, control, released, grace, done] {
-    serving->Spawn(
-        ShutdownListener(std::unique_ptr<server::ServingListener>(released), grace, control, done));
+  // Each listener shuts down on its own loop and is destroyed there; the
+  // control thread hears when all have.
+  auto released = std::make_shared<std::vector<server::ServingListener*>>();
+  for (auto& listener : listeners) released->push_back(listener.release());
+  listeners.clear();
+  co_await server::RunOnEach(control_loop, serving->loops(), [released, grace](size_t i) {
+    return ShutdownListener(std::unique_ptr<server::ServingListener>((*released)[i]), grace);
   });
-  const Status waited = co_await done->Wait();
-  (void)waited;  // the teardown's task is never cancelled
   client.reset();
 }
 

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <deque>
 #include <future>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -439,6 +440,79 @@ TEST_F(XdsServerTest, TheRequestMemoryBudgetHoldsAcrossItsConnections) {
   EXPECT_GT(resource_exhausted(), 0) << "no call was ended for the budget";
   ASSERT_TRUE(reply.ok()) << reply.status().ToString();
   EXPECT_EQ(*reply, "/a.S/M");
+}
+
+// XdsServerOptions::serving_loops: one port, a socket and a thread per
+// loop. Connections land on both loops; a Listener update drains both
+// loops' connections while their calls finish, and Shutdown() then drains
+// what the new version serves, calls in flight included, on both.
+TEST_F(XdsServerTest, ServingLoopsShareOnePortAndDrainTogether) {
+  XdsServerOptions options;
+  options.serving_loops = 2;
+  options.drain_grace_time = std::chrono::seconds(10);
+  ASSERT_TRUE(ServeListenerWith(*this, port_, options));
+  const std::string name = ListenerNameFor("127.0.0.1:" + std::to_string(port_));
+  constexpr int kConnections = 16;
+  auto run = [](XdsServerTest* test, std::string name) -> Task<void> {
+    Loop& loop = *test->client_loop_;
+    // Calls on fresh connections: the id of the serving thread of each.
+    auto calls_on_new_connections = [&loop, test](
+                                        std::string method,
+                                        std::vector<StatusOr<std::string>>& replies) -> Task<void> {
+      TaskGroup calls(loop);
+      for (StatusOr<std::string>& reply : replies) {
+        calls.Spawn([](Loop& loop, uint16_t port, std::string method,
+                       StatusOr<std::string>& out) -> Task<void> {
+          auto connection = co_await ConnectTo(loop, port);
+          if (!connection.ok()) {
+            out = connection.status();
+            co_return;
+          }
+          out = co_await http2::UnaryCall(**connection, method, "", {},
+                                          Loop::Clock::now() + std::chrono::seconds(20));
+          co_await (*connection)->Close();
+        }(loop, test->port_, method, reply));
+      }
+      co_await calls.Join();
+    };
+    // 32 connections all on one of two sockets: probability 2^-31.
+    std::vector<StatusOr<std::string>> threads(32, Status(StatusCode::kUnknown, "not run"));
+    co_await calls_on_new_connections("/thread.S/M", threads);
+    std::set<std::string> distinct;
+    for (const StatusOr<std::string>& reply : threads) {
+      EXPECT_TRUE(reply.ok()) << reply.status().ToString();
+      if (reply.ok()) distinct.insert(*reply);
+    }
+    EXPECT_EQ(distinct.size(), 2u);
+
+    // Slow calls across a Listener update: every loop drains and every
+    // call finishes OK.
+    std::vector<StatusOr<std::string>> slow(kConnections, Status(StatusCode::kUnknown, "not run"));
+    TaskGroup in_flight(loop);
+    in_flight.Spawn(calls_on_new_connections("/slow.S/M", slow));
+    Status slept = co_await SleepFor(loop, milliseconds(200));
+    test->SetListener(Version(name, test->port_, 2), "2");
+    co_await in_flight.Join();
+    for (const StatusOr<std::string>& reply : slow) {
+      EXPECT_TRUE(reply.ok()) << reply.status().ToString();
+    }
+
+    // Slow calls across Shutdown() with a grace longer than they take.
+    std::vector<StatusOr<std::string>> last(kConnections, Status(StatusCode::kUnknown, "not run"));
+    in_flight.Spawn(calls_on_new_connections("/slow.S/M", last));
+    slept = co_await SleepFor(loop, milliseconds(200));
+    (void)slept;
+    std::future<std::chrono::steady_clock::time_point> shut =
+        test->StartShutdown(std::chrono::seconds(10));
+    co_await in_flight.Join();
+    for (const StatusOr<std::string>& reply : last) {
+      EXPECT_TRUE(reply.ok()) << reply.status().ToString();
+    }
+    EXPECT_EQ(shut.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  };
+  client_loop_->BlockOn(run(this, name));
+  // Shut down: nothing listens on the port any more.
+  EXPECT_FALSE(Probe("127.0.0.1", port_).connected);
 }
 
 }  // namespace

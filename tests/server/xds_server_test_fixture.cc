@@ -6,8 +6,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <future>
+#include <thread>
 #include <utility>
 
 #include "test_service/test_service.h"
@@ -87,6 +90,9 @@ std::shared_ptr<http2::ServiceRegistry> XdsServerTest::MakeRegistry() {
   test_service::RegisterTestService(*registry, "xds-server");
   registry->SetFallbackHandler(http2::MakeUnaryHandler(
       [](http2::ServerCall& call, std::string) -> Task<StatusOr<std::string>> {
+        if (call.method().starts_with("/thread.")) {
+          co_return std::to_string(std::hash<std::thread::id>()(std::this_thread::get_id()));
+        }
         if (call.method().starts_with("/slow.") || call.method().starts_with("/hang.")) {
           const Status slept = co_await SleepFor(
               call.loop(), call.method().starts_with("/slow.") ? kSlowCall : kHangCall);
@@ -99,6 +105,11 @@ std::shared_ptr<http2::ServiceRegistry> XdsServerTest::MakeRegistry() {
 
 void XdsServerTest::StartServer(const std::string& listening_address, XdsServerOptions options,
                                 bool fail_on_data_errors) {
+  // The suites run again with every server on more loops.
+  if (const char* loops = std::getenv("UXDS_TEST_SERVING_LOOPS");
+      loops != nullptr && options.serving_loops == 1) {
+    options.serving_loops = std::strtoul(loops, nullptr, 10);
+  }
   control_->RunSync([&] {
     Bootstrap bootstrap;
     XdsServerConfig server;

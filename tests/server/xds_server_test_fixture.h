@@ -84,7 +84,8 @@ class XdsServerTest : public ::testing::Test {
 
   // The application's methods: grpc.testing.TestService, and for every other
   // path a unary echo of the method name; "/slow.*" methods answer after
-  // kSlowCall, "/hang.*" methods after kHangCall (unless cancelled first).
+  // kSlowCall, "/hang.*" methods after kHangCall (unless cancelled first),
+  // "/thread.*" methods with the id of the thread that ran them.
   static constexpr std::chrono::milliseconds kSlowCall{600};
   static constexpr std::chrono::milliseconds kHangCall{120'000};
   std::shared_ptr<http2::ServiceRegistry> MakeRegistry();

@@ -97,6 +97,7 @@ int RunServe(const std::vector<std::string>& args) {
   int64_t max_connection_age_grace_ms = 0;
   int64_t max_connections = static_cast<int64_t>(XdsServerOptions{}.max_connections);
   int64_t request_memory_mib = static_cast<int64_t>(kDefaultRequestMemoryBudget >> 20);
+  int64_t loops = 0;
   CLI::App app{
       "An xDS-enabled server (A36): grpc.testing.TestService, grpc.health.v1.Health and\n"
       "CSDS; one JSON line per serving-status change on stdout. Runs until SIGINT or\n"
@@ -137,6 +138,10 @@ int RunServe(const std::vector<std::string>& args) {
                  "request bytes all connections may hold, with their peers' credit;\n"
                  "past it peers wait for handlers to read (0: no server-wide bound)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20))
+      ->capture_default_str();
+  app.add_option("--loops", loops,
+                 "loops serving connections, each on its own thread and socket (0: one per CPU)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1024}))
       ->capture_default_str();
   if (auto exit_code = ParseCommandLine(app, args)) return *exit_code;
   if (hostname.empty()) hostname = LocalHostname();
@@ -181,6 +186,7 @@ int RunServe(const std::vector<std::string>& args) {
                                            : std::chrono::milliseconds(max_connection_age_grace_ms);
     options.max_connections = static_cast<size_t>(max_connections);
     options.request_memory_budget = static_cast<size_t>(request_memory_mib) << 20;
+    options.serving_loops = static_cast<size_t>(loops);
     options.serving_status = [](std::string_view address, const Status& status) {
       std::printf("%s\n", StatusLine(address, status).c_str());
       std::fflush(stdout);

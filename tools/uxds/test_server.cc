@@ -24,6 +24,11 @@ int RunTestServer(const std::vector<std::string>& args) {
   app.add_option("--port", port, "the port to listen on (0: a free one)")
       ->check(CLI::Range(0, 65535))
       ->capture_default_str();
+  int64_t loops = 0;
+  app.add_option("--loops", loops,
+                 "loops serving connections, each on its own thread and socket (0: one per CPU)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1024}))
+      ->capture_default_str();
   if (auto exit_code = ParseCommandLine(app, args)) return *exit_code;
   // Signals are taken by sigwait below, not by a handler on some thread.
   sigset_t signals;
@@ -43,7 +48,9 @@ int RunTestServer(const std::vector<std::string>& args) {
   std::unique_ptr<Server> server;
   Status status;
   (*loop_thread)->RunSync([&] {
-    auto s = Server::Listen(loop, "127.0.0.1:" + std::to_string(port), registry);
+    ServerOptions options;
+    options.loops = static_cast<size_t>(loops);
+    auto s = Server::Listen(loop, "127.0.0.1:" + std::to_string(port), registry, options);
     if (!s.ok()) {
       status = s.status();
       return;

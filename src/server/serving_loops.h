@@ -1,0 +1,54 @@
+// ServingLoops: the loop threads a server serves on (one listening socket
+// and its connections each), and the one way its owner's loop waits for
+// work it hands them: RunOnEach.
+//
+//   auto loops = ServingLoops::Start(2);
+//   co_await RunOnEach(home, (*loops)->loops(), [&](size_t i) { return Stop(i); });
+//
+// The threads are the server's; a task run on loop i owns what it tears
+// down there (a listener is destroyed on the loop that serves it).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "uxds/loop.h"
+#include "uxds/status.h"
+#include "uxds/task.h"
+
+namespace uxds::server {
+
+class ServingLoops {
+ public:
+  // Starts `count` (>= 1) loop threads.
+  static StatusOr<std::unique_ptr<ServingLoops>> Start(size_t count);
+  // Stops and joins every thread (each Loop is destroyed on its own).
+  ~ServingLoops();
+  ServingLoops(const ServingLoops&) = delete;
+  ServingLoops& operator=(const ServingLoops&) = delete;
+
+  size_t size() const { return loops_.size(); }
+  Loop& loop(size_t i) { return *loops_[i]; }
+  const std::vector<Loop*>& loops() const { return loops_; }
+
+ private:
+  ServingLoops() = default;
+  std::vector<std::unique_ptr<LoopThread>> threads_;
+  std::vector<Loop*> loops_;
+};
+
+// A server's `loops` option: 0 means one loop per CPU.
+size_t LoopCountFor(size_t requested);
+
+// On `home`'s thread: starts `make_task(i)` on `loops[i]` (called there),
+// for every i, and returns on `home` once every one of them has ended.
+// What the tasks did is visible to the caller when it returns. Await it
+// from a task that is not cancelled (a ShutdownOnce teardown): a cancelled
+// wait returns early, leaving the tasks running. The loops must run until
+// their tasks end.
+Task<void> RunOnEach(Loop& home, const std::vector<Loop*>& loops,
+                     std::function<Task<void>(size_t)> make_task);
+
+}  // namespace uxds::server
