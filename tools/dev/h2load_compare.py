@@ -4,7 +4,7 @@ medians and the ratios.
 
     h2load_compare.py --uxds build/tools/uxds/uxds \
         --grpc build/tests/peers/grpc_cpp_test_server [--rounds 3] [--seconds 5] \
-        [--backends io_uring,epoll]
+        [--backends io_uring,epoll] [--loops 1,2]
 
 Each server runs as its own process on 127.0.0.1 and answers
 grpc.testing.TestService/UnaryCall; a uxds server's backend is forced with
@@ -41,12 +41,18 @@ def main():
     parser.add_argument("--response-size", type=int, default=64)
     parser.add_argument("--backends", default="io_uring,epoll",
                         help="uxds runtime backends to run, comma-separated")
+    parser.add_argument("--loops", default="1",
+                        help="uxds serving loops to run (`test-server --loops`), comma-separated;"
+                             " with more than one value each server is named uxds-BACKEND-Nloop")
     args = parser.parse_args()
 
+    loop_counts = [int(n) for n in args.loops.split(",")]
     servers = {}
     for backend in args.backends.split(","):
         env = dict(os.environ, UXDS_RUNTIME=backend)
-        servers[f"uxds-{backend}"] = start([args.uxds, "test-server"], env=env)
+        for loops in loop_counts:
+            name = f"uxds-{backend}" if len(loop_counts) == 1 else f"uxds-{backend}-{loops}loop"
+            servers[name] = start([args.uxds, "test-server", "--loops", str(loops)], env=env)
     servers["grpc-c++-1.51"] = start([args.grpc])
     rates = {name: [] for name in servers}
     errors = {name: 0 for name in servers}
@@ -74,13 +80,20 @@ def main():
           f"{args.response_size} B responses, {args.rounds} rounds of {args.seconds:g} s")
     for name in servers:
         runs = ", ".join(f"{v:,.0f}" for v in rates[name])
-        print(f"  {name:15s} median {medians[name]:>10,.0f} req/s   runs: {runs}   errors: {errors[name]}")
+        print(f"  {name:22s} median {medians[name]:>10,.0f} req/s   runs: {runs}   errors: {errors[name]}")
     ratios = {}
     uxds_names = [name for name in servers if name.startswith("uxds-")]
     for name in uxds_names:
         ratios[f"{name} / grpc-c++-1.51"] = medians[name] / medians["grpc-c++-1.51"]
     if "uxds-io_uring" in medians and "uxds-epoll" in medians:
         ratios["uxds-epoll / uxds-io_uring"] = medians["uxds-epoll"] / medians["uxds-io_uring"]
+    # Scaling with loops: each count against the first one given.
+    if len(loop_counts) > 1:
+        for backend in args.backends.split(","):
+            base = f"uxds-{backend}-{loop_counts[0]}loop"
+            for loops in loop_counts[1:]:
+                name = f"uxds-{backend}-{loops}loop"
+                ratios[f"{name} / {base}"] = medians[name] / medians[base]
     for label, ratio in ratios.items():
         print(f"  ratio {label}: {ratio:.2f}")
     print(json.dumps({"medians_rps": medians, "ratios": ratios, "runs": rates, "errors": errors}))
