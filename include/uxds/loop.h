@@ -116,7 +116,10 @@ class Loop {
   void Run();
   void Stop();
 
-  // Runs `fn` on the loop thread, soon. Safe from any thread.
+  // Runs `fn` on the loop thread, soon. Safe from any thread. Closures
+  // run in the order they were posted (what one thread posts to a loop
+  // runs in the order it posted it); once the loop is gone, `fn` is
+  // dropped without running.
   void Post(std::function<void()> fn);
 
   // Starts `task` now as a child of the loop's root group; it is cancelled and

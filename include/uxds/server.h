@@ -108,10 +108,11 @@ struct XdsServerOptions {
   // Loops serving connections, each on a thread of its own with its own
   // listening socket (SO_REUSEPORT when more than one, so the kernel spreads
   // new connections over them); handlers run on the loop of their
-  // connection. 0: one per CPU. Every loop serves under the same Listener
-  // version, drains and shuts down with the others. max_connections bounds
-  // the server as a whole; request_memory_budget is split evenly among the
-  // loops (each loop's connections share its part).
+  // connection. 0: one per CPU; at most 1024. Every loop serves under the
+  // same Listener version, drains and shuts down with the others.
+  // max_connections bounds the server as a whole; request_memory_budget is
+  // split evenly among the loops (each loop's connections share its part,
+  // at least twice the largest request message or the whole budget).
   size_t serving_loops = 1;
 };
 
@@ -202,8 +203,10 @@ struct ServerOptions {
   // more, each on a thread the server starts, with its own listening socket
   // on the same port (SO_REUSEPORT when more than one, so the kernel
   // spreads new connections over them). Handlers run on the loop of their
-  // connection. 0: one per CPU. max_connections bounds the server as a
-  // whole; request_memory_budget is split evenly among the loops.
+  // connection. 0: one per CPU; at most 1024. max_connections bounds the
+  // server as a whole; request_memory_budget is split evenly among the
+  // loops (each share at least twice max_receive_message_size, or the
+  // whole budget).
   size_t loops = 1;
 };
 

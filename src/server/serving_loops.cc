@@ -40,12 +40,18 @@ StatusOr<std::unique_ptr<ServingLoops>> ServingLoops::Start(size_t count) {
 
 ServingLoops::~ServingLoops() = default;
 
+size_t LoopShareOfBudget(size_t budget, size_t loops, size_t max_receive_message_size) {
+  if (budget == 0) return 0;
+  const size_t floor = std::min(budget, 2 * max_receive_message_size);
+  return std::max({size_t{1}, budget / loops, floor});
+}
+
 size_t LoopCountFor(size_t requested) {
   if (requested != 0) return requested;
   return std::max<size_t>(1, std::thread::hardware_concurrency());
 }
 
-Task<void> RunOnEach(Loop& home, const std::vector<Loop*>& loops,
+Task<void> RunOnEach(Loop& home, std::vector<Loop*> loops,
                      std::function<Task<void>(size_t)> make_task) {
   if (loops.empty()) co_return;
   auto join = std::make_shared<Join>(home, loops.size());

@@ -31,6 +31,8 @@ class ServingLoops {
 
   size_t size() const { return loops_.size(); }
   Loop& loop(size_t i) { return *loops_[i]; }
+  // Runs `fn` on loop i's thread and waits for it (not from loop i).
+  void RunSync(size_t i, std::function<void()> fn) { threads_[i]->RunSync(std::move(fn)); }
   const std::vector<Loop*>& loops() const { return loops_; }
 
  private:
@@ -42,13 +44,21 @@ class ServingLoops {
 // A server's `loops` option: 0 means one loop per CPU.
 size_t LoopCountFor(size_t requested);
 
+// What each of `loops` loops gets of a request memory budget: an even
+// share (the budget is loop-confined), but never less than two of the
+// largest request messages (or the whole budget, if smaller), so that a
+// server on many loops still takes a request of the size it allows
+// without ending it for memory. 0 (no budget) stays 0.
+size_t LoopShareOfBudget(size_t budget, size_t loops, size_t max_receive_message_size);
+
 // On `home`'s thread: starts `make_task(i)` on `loops[i]` (called there),
 // for every i, and returns on `home` once every one of them has ended.
 // What the tasks did is visible to the caller when it returns. Await it
 // from a task that is not cancelled (a ShutdownOnce teardown): a cancelled
 // wait returns early, leaving the tasks running. The loops must run until
-// their tasks end.
-Task<void> RunOnEach(Loop& home, const std::vector<Loop*>& loops,
+// their tasks end. Each task starts after whatever was posted to its loop
+// before (Loop::Post runs closures in the order they were posted).
+Task<void> RunOnEach(Loop& home, std::vector<Loop*> loops,
                      std::function<Task<void>(size_t)> make_task);
 
 }  // namespace uxds::server

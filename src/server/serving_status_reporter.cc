@@ -18,18 +18,23 @@ void ServingStatusReporter::SetConfigStatus(Status status) {
 }
 
 void ServingStatusReporter::SetBindStatus(size_t socket, Status status) {
+  if (!status.ok() && bind_statuses_.size() > 1 && !closed_) {
+    Log(LogSeverity::kWarning, "xDS-enabled server " + listening_address_ + ": serving loop " +
+                                   std::to_string(socket) + " cannot listen: " + status.ToString());
+  }
   bind_statuses_.at(socket) = std::move(status);
   Report();
 }
 
 std::optional<Status> ServingStatusReporter::BindStatus() const {
-  bool all_listen = true;
+  // The kernel gives new connections only to sockets that listen: one is
+  // enough to serve (a loop whose bind failed retries it on its own).
+  std::optional<Status> first_error;
   for (const std::optional<Status>& status : bind_statuses_) {
-    if (status.has_value() && !status->ok()) return status;
-    all_listen = all_listen && status.has_value();
+    if (status.has_value() && status->ok()) return Status();
+    if (status.has_value() && !first_error.has_value()) first_error = status;
   }
-  if (!all_listen) return std::nullopt;
-  return Status();
+  return first_error;
 }
 
 void ServingStatusReporter::Report() {

@@ -38,8 +38,8 @@ class ServingStatusReporter {
   const std::string listening_address_;
   Callback callback_;
   std::optional<Status> config_status_;  // nullopt: nothing received yet
-  // The sockets serve when all listen; the first error otherwise.
-  // nullopt: no bind attempted yet.
+  // OK once any socket listens; else the first error; nullopt: no bind
+  // result yet.
   std::optional<Status> BindStatus() const;
 
   std::vector<std::optional<Status>> bind_statuses_;  // per socket; nullopt: not tried yet

@@ -43,6 +43,10 @@ void OnEveryLoop(const std::vector<Loop*>& loops, std::function<void(size_t)> ch
   }
 }
 
+// The most serving loops a server takes (a clear error rather than threads
+// the process cannot start).
+constexpr size_t kMaxServingLoops = 1024;
+
 }  // namespace
 
 struct XdsServer::Impl {
@@ -96,6 +100,11 @@ StatusOr<std::unique_ptr<XdsServer>> XdsServer::Create(
       options.xds_client_pool->Get(XdsClientPool::kServerKey);
   if (!client.ok()) return client.status();
   const size_t loop_count = server::LoopCountFor(options.serving_loops);
+  if (loop_count > kMaxServingLoops) {
+    return InvalidArgumentError(
+        "XdsServerOptions.serving_loops: " + std::to_string(options.serving_loops) +
+        " is more than " + std::to_string(kMaxServingLoops));
+  }
   StatusOr<std::unique_ptr<server::ServingLoops>> serving = server::ServingLoops::Start(loop_count);
   if (!serving.ok()) return serving.status();
 
@@ -120,9 +129,9 @@ StatusOr<std::unique_ptr<XdsServer>> XdsServer::Create(
   listener_options.connection_options.handshake_timeout = impl->options.handshake_timeout;
   // Each loop's connections share their part of the budget (it is
   // loop-confined); max_connections is one count for all loops.
-  const size_t budget = impl->options.request_memory_budget;
   listener_options.connection_options.request_memory_budget =
-      budget == 0 ? 0 : std::max<size_t>(1, budget / loop_count);
+      server::LoopShareOfBudget(impl->options.request_memory_budget, loop_count,
+                                listener_options.connection_options.max_receive_message_size);
   listener_options.connection_options =
       http2::ShareConnectionQuota(std::move(listener_options.connection_options));
   listener_options.share_port = loop_count > 1;

@@ -31,10 +31,12 @@ constexpr milliseconds kSlowCall{300};
 struct HandlerCounts {
   std::atomic<int> started{0};
   std::atomic<int> cancelled{0};
+  std::atomic<bool> gate_open{false};
 };
 
 // "/t.S/Thread" answers with the id of the thread that ran it; "/t.S/Slow"
-// the same after kSlowCall; "/t.S/Hang" ends only when cancelled.
+// the same after kSlowCall, "/t.S/Gate" once gate_open is set; "/t.S/Hang"
+// ends only when cancelled.
 std::shared_ptr<ServiceRegistry> MakeRegistry(std::shared_ptr<HandlerCounts> counts) {
   auto registry = std::make_shared<ServiceRegistry>();
   registry->Register(
@@ -47,6 +49,19 @@ std::shared_ptr<ServiceRegistry> MakeRegistry(std::shared_ptr<HandlerCounts> cou
         ++counts->started;
         const Status slept = co_await SleepFor(call.loop(), kSlowCall);
         if (!slept.ok()) ++counts->cancelled;
+        co_return std::to_string(std::hash<std::thread::id>()(std::this_thread::get_id()));
+      }));
+  registry->Register(
+      "/t.S/Gate",
+      MakeUnaryHandler([counts](ServerCall& call, std::string) -> Task<StatusOr<std::string>> {
+        ++counts->started;
+        while (!counts->gate_open.load()) {
+          const Status slept = co_await SleepFor(call.loop(), milliseconds(1));
+          if (!slept.ok()) {
+            ++counts->cancelled;
+            co_return slept;
+          }
+        }
         co_return std::to_string(std::hash<std::thread::id>()(std::this_thread::get_id()));
       }));
   // Runs as soon as the call's headers arrive, before any message.
@@ -82,6 +97,7 @@ class MultiLoopServerTest : public ::testing::Test {
   }
   void TearDown() override {
     ShutdownServer(milliseconds(0));
+    server_thread_->RunSync([&] { serve_group_.reset(); });
     client_loop_.reset();
     server_thread_.reset();
   }
@@ -94,7 +110,8 @@ class MultiLoopServerTest : public ::testing::Test {
       ASSERT_TRUE(server.ok()) << server.status().ToString();
       server_ = *std::move(server);
       serve_returned_ = std::make_shared<std::promise<void>>();
-      server_thread_->loop().Spawn(
+      serve_group_ = std::make_unique<TaskGroup>(server_thread_->loop());
+      serve_group_->Spawn(
           [](Server& s, std::shared_ptr<std::promise<void>> returned) -> Task<void> {
             co_await s.Serve();
             returned->set_value();
@@ -108,18 +125,27 @@ class MultiLoopServerTest : public ::testing::Test {
   // too; then destroys the server.
   void ShutdownServer(milliseconds grace) {
     if (server_ == nullptr) return;
-    std::promise<void> done;
-    server_thread_->RunSync([&] {
-      server_thread_->loop().Spawn(
-          [](Server& s, milliseconds grace, std::promise<void>& done) -> Task<void> {
-            co_await s.Shutdown(grace);
-            done.set_value();
-          }(*server_, grace, done));
-    });
-    ASSERT_EQ(done.get_future().wait_for(std::chrono::seconds(30)), std::future_status::ready);
-    ASSERT_EQ(serve_returned_->get_future().wait_for(std::chrono::seconds(30)),
-              std::future_status::ready);
+    std::future<void> done = StartShutdown(grace);
+    ASSERT_EQ(done.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+    if (serve_returned_ != nullptr) {
+      ASSERT_EQ(serve_returned_->get_future().wait_for(std::chrono::seconds(30)),
+                std::future_status::ready);
+    }
     server_thread_->RunSync([&] { server_.reset(); });
+  }
+  // Starts Shutdown(grace) on the server's thread; the future is ready
+  // once it has returned.
+  std::future<void> StartShutdown(milliseconds grace) {
+    auto done = std::make_shared<std::promise<void>>();
+    std::future<void> returned = done->get_future();
+    server_thread_->RunSync([&] {
+      server_thread_->loop().Spawn([](Server& s, milliseconds grace,
+                                      std::shared_ptr<std::promise<void>> done) -> Task<void> {
+        co_await s.Shutdown(grace);
+        done->set_value();
+      }(*server_, grace, done));
+    });
+    return returned;
   }
 
   // `n` connections, each making one call of `method` at the same time;
@@ -155,6 +181,7 @@ class MultiLoopServerTest : public ::testing::Test {
   std::shared_ptr<HandlerCounts> counts_;
   std::unique_ptr<Server> server_;
   std::shared_ptr<std::promise<void>> serve_returned_;
+  std::unique_ptr<TaskGroup> serve_group_;  // on the server's thread
   SocketAddress address_;
 };
 
@@ -236,18 +263,23 @@ TEST_F(MultiLoopServerTest, ShutdownDrainsCallsInFlightOnEveryLoop) {
   ServerOptions options;
   options.loops = 2;
   StartServer(options);
-  constexpr size_t kConnections = 24;
-  // The calls start; once every handler runs, the server shuts down with a
-  // grace longer than the calls: every one of them finishes OK, on both
-  // loops.
+  constexpr int kConnections = 24;
+  // Calls held by the gate on both loops; Shutdown() with a grace longer
+  // than the test cannot return while they run, and every one of them
+  // finishes OK once the gate opens.
   std::future<std::vector<StatusOr<std::string>>> replies = std::async(std::launch::async, [this] {
-    return CallsOnNewConnections(kConnections, "/t.S/Slow", std::chrono::seconds(20));
+    return CallsOnNewConnections(kConnections, "/t.S/Gate", std::chrono::seconds(30));
   });
-  for (int i = 0; i < 20'000 && counts_->started.load() < static_cast<int>(kConnections); ++i) {
+  for (int i = 0; i < 20'000 && counts_->started.load() < kConnections; ++i) {
     std::this_thread::sleep_for(milliseconds(1));
   }
-  ASSERT_EQ(counts_->started.load(), static_cast<int>(kConnections));
-  ShutdownServer(std::chrono::seconds(10));
+  ASSERT_EQ(counts_->started.load(), kConnections);
+  std::future<void> shut = StartShutdown(std::chrono::seconds(30));
+  std::this_thread::sleep_for(milliseconds(100));
+  EXPECT_NE(shut.wait_for(milliseconds(0)), std::future_status::ready)
+      << "Shutdown() returned with calls in flight";
+  counts_->gate_open = true;
+  ASSERT_EQ(shut.wait_for(std::chrono::seconds(30)), std::future_status::ready);
   std::set<std::string> threads;
   for (const StatusOr<std::string>& reply : replies.get()) {
     ASSERT_TRUE(reply.ok()) << reply.status().ToString();
@@ -255,6 +287,72 @@ TEST_F(MultiLoopServerTest, ShutdownDrainsCallsInFlightOnEveryLoop) {
   }
   EXPECT_EQ(threads.size(), 2u);
   EXPECT_EQ(counts_->cancelled.load(), 0);
+  ShutdownServer(milliseconds(0));  // returns at once: the teardown has ended
+}
+
+// Serve() cancelled with no Shutdown(): every loop's connections end at
+// once, and Serve() returns only after the other loops have stopped.
+TEST_F(MultiLoopServerTest, CancellingServeEndsEveryLoop) {
+  ServerOptions options;
+  options.loops = 2;
+  StartServer(options);
+  std::future<std::vector<StatusOr<std::string>>> replies = std::async(std::launch::async, [this] {
+    return CallsOnNewConnections(16, "/t.S/Hang", std::chrono::seconds(30));
+  });
+  for (int i = 0; i < 20'000 && counts_->started.load() < 16; ++i) {
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  ASSERT_EQ(counts_->started.load(), 16);
+  server_thread_->RunSync([&] { serve_group_->Cancel(); });
+  ASSERT_EQ(serve_returned_->get_future().wait_for(std::chrono::seconds(30)),
+            std::future_status::ready);
+  for (const StatusOr<std::string>& reply : replies.get()) EXPECT_FALSE(reply.ok());
+  EXPECT_EQ(counts_->cancelled.load(), 16);
+  // Serve() has returned: a Shutdown() now returns at once.
+  serve_returned_ = nullptr;
+  ShutdownServer(milliseconds(0));
+}
+
+// Shutdown() before Serve(): the other loops' servers never served and
+// still go on their own loops; a Serve() afterwards returns at once.
+TEST_F(MultiLoopServerTest, ShutdownBeforeServe) {
+  server_thread_->RunSync([&] {
+    ServerOptions options;
+    options.loops = 3;
+    auto server =
+        Server::Listen(server_thread_->loop(), "127.0.0.1:0", MakeRegistry(counts_), options);
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    server_ = *std::move(server);
+  });
+  ASSERT_NE(server_, nullptr);
+  EXPECT_EQ(server_->loop_count(), 3u);
+  std::future<void> shut = StartShutdown(milliseconds(0));
+  ASSERT_EQ(shut.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  auto served = std::make_shared<std::promise<void>>();
+  std::future<void> serve_returned = served->get_future();
+  server_thread_->RunSync([&] {
+    server_thread_->loop().Spawn(
+        [](Server& s, std::shared_ptr<std::promise<void>> served) -> Task<void> {
+          co_await s.Serve();
+          served->set_value();
+        }(*server_, served));
+  });
+  ASSERT_EQ(serve_returned.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  EXPECT_EQ(server_->loop_count(), 3u);
+  server_thread_->RunSync([&] { server_.reset(); });
+}
+
+TEST_F(MultiLoopServerTest, TooManyLoopsIsAClearError) {
+  server_thread_->RunSync([&] {
+    ServerOptions options;
+    options.loops = 100'000;
+    auto server =
+        Server::Listen(server_thread_->loop(), "127.0.0.1:0", MakeRegistry(counts_), options);
+    ASSERT_FALSE(server.ok());
+    EXPECT_EQ(server.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(server.status().message().find("ServerOptions.loops"), std::string::npos)
+        << server.status().ToString();
+  });
 }
 
 TEST_F(MultiLoopServerTest, ShutdownAwaitedTwiceMayBeDestroyedByTheFirstToReturn) {

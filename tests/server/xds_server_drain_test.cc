@@ -4,6 +4,7 @@
 // client (grpcio) no RPC fails. Also: logging without a status callback.
 #include <atomic>
 #include <deque>
+#include <functional>
 #include <future>
 #include <set>
 #include <string>
@@ -442,73 +443,122 @@ TEST_F(XdsServerTest, TheRequestMemoryBudgetHoldsAcrossItsConnections) {
   EXPECT_EQ(*reply, "/a.S/M");
 }
 
+// Polls `condition` every millisecond, up to 20 s; true once it holds.
+Task<bool> WaitUntil(Loop& loop, std::function<bool()> condition) {
+  for (int i = 0; i < 20'000 && !condition(); ++i) {
+    const Status slept = co_await SleepFor(loop, milliseconds(1));
+    if (!slept.ok()) co_return false;
+  }
+  co_return condition();
+}
+
+// One connection served by each of `loops` serving loops (told apart by
+// the thread that answers "/thread.*" on it); empty if 64 connections did
+// not reach them all (all on one of two sockets: probability 2^-63).
+Task<std::vector<std::unique_ptr<http2::ClientConnection>>> ConnectionPerLoop(Loop& loop,
+                                                                              uint16_t port,
+                                                                              size_t loops) {
+  std::vector<std::unique_ptr<http2::ClientConnection>> held;
+  std::set<std::string> threads;
+  for (int i = 0; i < 64 && held.size() < loops; ++i) {
+    auto connection = co_await ConnectTo(loop, port);
+    if (!connection.ok()) break;
+    StatusOr<std::string> thread = co_await http2::UnaryCall(
+        **connection, "/thread.S/M", "", {}, Loop::Clock::now() + std::chrono::seconds(20));
+    if (thread.ok() && threads.insert(*thread).second) {
+      held.push_back(*std::move(connection));
+    } else {
+      co_await (*connection)->Close();
+    }
+  }
+  if (held.size() < loops) {
+    for (auto& connection : held) co_await connection->Close();
+    held.clear();
+  }
+  co_return held;
+}
+
 // XdsServerOptions::serving_loops: one port, a socket and a thread per
-// loop. Connections land on both loops; a Listener update drains both
-// loops' connections while their calls finish, and Shutdown() then drains
-// what the new version serves, calls in flight included, on both.
+// loop. A Listener update drains the connections of every loop while
+// their calls finish; Shutdown() drains every loop too, and waits for the
+// calls in flight on each.
 TEST_F(XdsServerTest, ServingLoopsShareOnePortAndDrainTogether) {
   XdsServerOptions options;
   options.serving_loops = 2;
-  options.drain_grace_time = std::chrono::seconds(10);
+  options.drain_grace_time = std::chrono::seconds(20);
   ASSERT_TRUE(ServeListenerWith(*this, port_, options));
   const std::string name = ListenerNameFor("127.0.0.1:" + std::to_string(port_));
-  constexpr int kConnections = 16;
   auto run = [](XdsServerTest* test, std::string name) -> Task<void> {
     Loop& loop = *test->client_loop_;
-    // Calls on fresh connections: the id of the serving thread of each.
-    auto calls_on_new_connections = [&loop, test](
-                                        std::string method,
-                                        std::vector<StatusOr<std::string>>& replies) -> Task<void> {
+    // Starts a call of `method` on every connection; returns once all ended.
+    auto call_on_each =
+        [](Loop& loop, std::vector<std::unique_ptr<http2::ClientConnection>>& connections,
+           std::string method, std::vector<StatusOr<std::string>>& replies) -> Task<void> {
       TaskGroup calls(loop);
-      for (StatusOr<std::string>& reply : replies) {
-        calls.Spawn([](Loop& loop, uint16_t port, std::string method,
+      replies.assign(connections.size(), Status(StatusCode::kUnknown, "not run"));
+      for (size_t i = 0; i < connections.size(); ++i) {
+        calls.Spawn([](http2::ClientConnection& connection, std::string method,
                        StatusOr<std::string>& out) -> Task<void> {
-          auto connection = co_await ConnectTo(loop, port);
-          if (!connection.ok()) {
-            out = connection.status();
-            co_return;
-          }
-          out = co_await http2::UnaryCall(**connection, method, "", {},
-                                          Loop::Clock::now() + std::chrono::seconds(20));
-          co_await (*connection)->Close();
-        }(loop, test->port_, method, reply));
+          out = co_await http2::UnaryCall(connection, method, "", {},
+                                          Loop::Clock::now() + std::chrono::seconds(30));
+        }(*connections[i], method, replies[i]));
       }
       co_await calls.Join();
     };
-    // 32 connections all on one of two sockets: probability 2^-31.
-    std::vector<StatusOr<std::string>> threads(32, Status(StatusCode::kUnknown, "not run"));
-    co_await calls_on_new_connections("/thread.S/M", threads);
-    std::set<std::string> distinct;
-    for (const StatusOr<std::string>& reply : threads) {
-      EXPECT_TRUE(reply.ok()) << reply.status().ToString();
-      if (reply.ok()) distinct.insert(*reply);
-    }
-    EXPECT_EQ(distinct.size(), 2u);
+    auto close_all =
+        [](std::vector<std::unique_ptr<http2::ClientConnection>>& connections) -> Task<void> {
+      for (auto& connection : connections) co_await connection->Close();
+    };
 
-    // Slow calls across a Listener update: every loop drains and every
-    // call finishes OK.
-    std::vector<StatusOr<std::string>> slow(kConnections, Status(StatusCode::kUnknown, "not run"));
+    // Version 1 on both loops; a call in flight on each across version 2.
+    std::vector<std::unique_ptr<http2::ClientConnection>> v1 =
+        co_await ConnectionPerLoop(loop, test->port_, 2);
+    EXPECT_EQ(v1.size(), 2u) << "connections did not reach both loops";
+    if (v1.size() != 2) co_return;
+    std::vector<StatusOr<std::string>> replies;
     TaskGroup in_flight(loop);
-    in_flight.Spawn(calls_on_new_connections("/slow.S/M", slow));
-    Status slept = co_await SleepFor(loop, milliseconds(200));
+    in_flight.Spawn(call_on_each(loop, v1, "/gate.S/M", replies));
+    bool started = co_await WaitUntil(loop, [&] { return test->gate_calls_started_.load() == 2; });
+    EXPECT_TRUE(started);
     test->SetListener(Version(name, test->port_, 2), "2");
+    // Each loop applied version 2: its connection gets the GOAWAY.
+    for (auto& connection : v1) {
+      const Status unusable = co_await connection->WaitUntilUnusable();
+      EXPECT_TRUE(unusable.ok());
+    }
+    test->gate_open_ = true;
     co_await in_flight.Join();
-    for (const StatusOr<std::string>& reply : slow) {
+    for (const StatusOr<std::string>& reply : replies) {
       EXPECT_TRUE(reply.ok()) << reply.status().ToString();
     }
+    co_await close_all(v1);
 
-    // Slow calls across Shutdown() with a grace longer than they take.
-    std::vector<StatusOr<std::string>> last(kConnections, Status(StatusCode::kUnknown, "not run"));
-    in_flight.Spawn(calls_on_new_connections("/slow.S/M", last));
-    slept = co_await SleepFor(loop, milliseconds(200));
-    (void)slept;
+    // Version 2 on both loops; Shutdown() with a call in flight on each.
+    test->gate_open_ = false;
+    test->gate_calls_started_ = 0;
+    std::vector<std::unique_ptr<http2::ClientConnection>> v2 =
+        co_await ConnectionPerLoop(loop, test->port_, 2);
+    EXPECT_EQ(v2.size(), 2u) << "connections did not reach both loops";
+    if (v2.size() != 2) co_return;
+    in_flight.Spawn(call_on_each(loop, v2, "/gate.S/M", replies));
+    started = co_await WaitUntil(loop, [&] { return test->gate_calls_started_.load() == 2; });
+    EXPECT_TRUE(started);
     std::future<std::chrono::steady_clock::time_point> shut =
-        test->StartShutdown(std::chrono::seconds(10));
+        test->StartShutdown(std::chrono::seconds(20));
+    for (auto& connection : v2) {
+      const Status unusable = co_await connection->WaitUntilUnusable();
+      EXPECT_TRUE(unusable.ok());
+    }
+    // Both loops are draining and their calls still hold them: Shutdown()
+    // cannot have returned.
+    EXPECT_NE(shut.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+    test->gate_open_ = true;
     co_await in_flight.Join();
-    for (const StatusOr<std::string>& reply : last) {
+    for (const StatusOr<std::string>& reply : replies) {
       EXPECT_TRUE(reply.ok()) << reply.status().ToString();
     }
     EXPECT_EQ(shut.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+    co_await close_all(v2);
   };
   client_loop_->BlockOn(run(this, name));
   // Shut down: nothing listens on the port any more.

@@ -89,7 +89,15 @@ std::shared_ptr<http2::ServiceRegistry> XdsServerTest::MakeRegistry() {
   auto registry = std::make_shared<http2::ServiceRegistry>();
   test_service::RegisterTestService(*registry, "xds-server");
   registry->SetFallbackHandler(http2::MakeUnaryHandler(
-      [](http2::ServerCall& call, std::string) -> Task<StatusOr<std::string>> {
+      [this](http2::ServerCall& call, std::string) -> Task<StatusOr<std::string>> {
+        if (call.method().starts_with("/gate.")) {
+          ++gate_calls_started_;
+          while (!gate_open_.load()) {
+            const Status slept = co_await SleepFor(call.loop(), milliseconds(1));
+            if (!slept.ok()) co_return slept;
+          }
+          co_return call.method();
+        }
         if (call.method().starts_with("/thread.")) {
           co_return std::to_string(std::hash<std::thread::id>()(std::this_thread::get_id()));
         }
@@ -107,8 +115,12 @@ void XdsServerTest::StartServer(const std::string& listening_address, XdsServerO
                                 bool fail_on_data_errors) {
   // The suites run again with every server on more loops.
   if (const char* loops = std::getenv("UXDS_TEST_SERVING_LOOPS");
-      loops != nullptr && options.serving_loops == 1) {
-    options.serving_loops = std::strtoul(loops, nullptr, 10);
+      loops != nullptr && options.serving_loops == XdsServerOptions{}.serving_loops) {
+    char* end = nullptr;
+    const unsigned long count = std::strtoul(loops, &end, 10);
+    ASSERT_TRUE(*loops != '\0' && *end == '\0' && count >= 1)
+        << "UXDS_TEST_SERVING_LOOPS=" << loops << ": not a loop count";
+    options.serving_loops = count;
   }
   control_->RunSync([&] {
     Bootstrap bootstrap;

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -85,7 +86,8 @@ class XdsServerTest : public ::testing::Test {
   // The application's methods: grpc.testing.TestService, and for every other
   // path a unary echo of the method name; "/slow.*" methods answer after
   // kSlowCall, "/hang.*" methods after kHangCall (unless cancelled first),
-  // "/thread.*" methods with the id of the thread that ran them.
+  // "/thread.*" methods with the id of the thread that ran them, "/gate.*"
+  // methods once gate_open_ is set (counting in gate_calls_started_).
   static constexpr std::chrono::milliseconds kSlowCall{600};
   static constexpr std::chrono::milliseconds kHangCall{120'000};
   std::shared_ptr<http2::ServiceRegistry> MakeRegistry();
@@ -96,6 +98,9 @@ class XdsServerTest : public ::testing::Test {
   uint16_t port_ = 0;
   std::shared_ptr<XdsClientPool> pool_;
   std::unique_ptr<XdsServer> server_;
+
+  std::atomic<bool> gate_open_{false};
+  std::atomic<int> gate_calls_started_{0};
 
   std::mutex mutex_;
   std::condition_variable status_changed_;
