@@ -196,12 +196,34 @@ TEST_F(XdsServerTest, DrainingConnectionsDoNotCountAgainstMaxConnections) {
       const StatusOr<std::string> reply = co_await http2::UnaryCall(*connection, "/hang.S/M", "");
       (void)reply;
     };
-    for (int i = 0; i < 2; ++i) {
+    // The two old connections are served by different loops when the
+    // server has two: their GOAWAYs below then show that every loop has
+    // applied version 2 before the fresh connections come.
+    std::set<std::string> threads;
+    for (int attempt = 0; attempt < 400 && old_connections.size() < 2; ++attempt) {
       auto connection = co_await http2::ClientConnection::Connect(loop, address, connect_options);
-      EXPECT_TRUE(connection.ok()) << connection.status().ToString();
-      if (!connection.ok()) co_return;
-      calls.Spawn(call(connection->get()));
-      old_connections.push_back(*std::move(connection));
+      StatusOr<std::string> thread = Status(StatusCode::kUnavailable, "not connected");
+      if (connection.ok()) {
+        thread = co_await http2::UnaryCall(**connection, "/thread.S/M", "", {},
+                                           Loop::Clock::now() + std::chrono::seconds(5));
+      }
+      if (thread.ok() && (test->serving_loops_ < 2 || threads.insert(*thread).second)) {
+        calls.Spawn(call(connection->get()));
+        old_connections.push_back(*std::move(connection));
+        continue;
+      }
+      // The same loop again, or refused while a closed one's slot is
+      // still being given back.
+      if (connection.ok()) co_await (*connection)->Close();
+      const Status paused = co_await SleepFor(loop, milliseconds(5));
+      (void)paused;
+    }
+    EXPECT_EQ(old_connections.size(), 2u);
+    if (old_connections.size() != 2) {
+      calls.Cancel();
+      co_await calls.Join();
+      for (auto& connection : old_connections) co_await connection->Close();
+      co_return;
     }
     const Status slept = co_await SleepFor(loop, milliseconds(100));
     (void)slept;

@@ -122,6 +122,7 @@ void XdsServerTest::StartServer(const std::string& listening_address, XdsServerO
         << "UXDS_TEST_SERVING_LOOPS=" << loops << ": not a loop count";
     options.serving_loops = count;
   }
+  serving_loops_ = options.serving_loops;
   control_->RunSync([&] {
     Bootstrap bootstrap;
     XdsServerConfig server;

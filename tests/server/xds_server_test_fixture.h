@@ -99,6 +99,8 @@ class XdsServerTest : public ::testing::Test {
   std::shared_ptr<XdsClientPool> pool_;
   std::unique_ptr<XdsServer> server_;
 
+  // The serving loops of the server StartServer() made.
+  size_t serving_loops_ = 1;
   std::atomic<bool> gate_open_{false};
   std::atomic<int> gate_calls_started_{0};
 
