@@ -16,6 +16,7 @@
 #include "http2/client_connection.h"
 #include "runtime/socket_address.h"
 #include "support/owner_teardown.h"
+#include "support/poll_until.h"
 #include "uxds/loop.h"
 #include "uxds/server.h"
 #include "uxds/service_registry.h"
@@ -72,15 +73,6 @@ std::shared_ptr<ServiceRegistry> MakeRegistry(std::shared_ptr<HandlerCounts> cou
     co_return slept.ok() ? InternalError("not cancelled") : slept;
   });
   return registry;
-}
-
-// Polls `condition` every millisecond on `loop`, up to 20 s.
-Task<bool> WaitUntil(Loop& loop, std::function<bool()> condition) {
-  for (int i = 0; i < 20'000 && !condition(); ++i) {
-    const Status slept = co_await SleepFor(loop, milliseconds(1));
-    if (!slept.ok()) co_return false;
-  }
-  co_return condition();
 }
 
 class MultiLoopServerTest : public ::testing::Test {
@@ -222,7 +214,7 @@ TEST_F(MultiLoopServerTest, MaxConnectionsIsOneCountForEveryLoop) {
       held.push_back(*std::move(connection));
     }
     const bool all_held =
-        co_await WaitUntil(loop, [&] { return test->counts_->started.load() == 3; });
+        co_await PollUntil(loop, [&] { return test->counts_->started.load() == 3; });
     EXPECT_TRUE(all_held);
     // More connections, spread over both loops, are all closed at accept:
     // neither loop has a slot of its own to give.

@@ -13,6 +13,7 @@
 #include "server/serving_config.h"
 #include "server/serving_listener.h"
 #include "support/owner_teardown.h"
+#include "support/poll_until.h"
 #include "xds_server_test_fixture.h"
 
 namespace uxds::testing {
@@ -59,15 +60,6 @@ std::shared_ptr<const server::ServingConfig> ServeEveryConnection(
   return config;
 }
 
-// Polls `condition` every millisecond, up to 20 s; true once it holds.
-Task<bool> WaitUntil(Loop& loop, std::function<bool()> condition) {
-  for (int i = 0; i < 20'000 && !condition(); ++i) {
-    const Status slept = co_await SleepFor(loop, milliseconds(1));
-    if (!slept.ok()) co_return false;
-  }
-  co_return condition();
-}
-
 class ServingListenerLifecycleTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -104,7 +96,7 @@ class ServingListenerLifecycleTest : public ::testing::Test {
 // destroys the listener while the second is still queued behind it.
 TEST_F(ServingListenerLifecycleTest, ShutdownAwaitedTwiceMayBeDestroyedByTheFirstToReturn) {
   loop_->BlockOn([&]() -> Task<void> {
-    const bool bound = co_await WaitUntil(*loop_, [&] { return bind_status_.has_value(); });
+    const bool bound = co_await PollUntil(*loop_, [&] { return bind_status_.has_value(); });
     EXPECT_TRUE(bound && bind_status_->ok()) << (bound ? bind_status_->ToString() : "no bind");
     const TwoTeardownCallers callers = co_await AwaitTeardownTwiceAndDestroy(
         *loop_, listener_, [](server::ServingListener& l) { return l.Shutdown(milliseconds(20)); });
@@ -124,7 +116,7 @@ TEST_F(ServingListenerLifecycleTest, CancelledShutdownCallersWaitForTheDrain) {
     std::unique_ptr<http2::ClientCall> call;
     if (connection.ok()) {
       call = (*connection)->StartCall("/test.Hold/Hold");
-      const bool started = co_await WaitUntil(*loop_, [&] { return held_->started == 1; });
+      const bool started = co_await PollUntil(*loop_, [&] { return held_->started == 1; });
       EXPECT_TRUE(started);
     }
     const TwoTeardownCallers callers = co_await AwaitTeardownTwiceAndDestroy(

@@ -13,6 +13,7 @@
 
 #include "common/subprocess.h"
 #include "runtime/socket_address.h"
+#include "support/poll_until.h"
 #include "support/test_support.h"
 #include "support/unfinished_messages_client.h"
 #include "uxds/log.h"
@@ -465,15 +466,6 @@ TEST_F(XdsServerTest, TheRequestMemoryBudgetHoldsAcrossItsConnections) {
   EXPECT_EQ(*reply, "/a.S/M");
 }
 
-// Polls `condition` every millisecond, up to 20 s; true once it holds.
-Task<bool> WaitUntil(Loop& loop, std::function<bool()> condition) {
-  for (int i = 0; i < 20'000 && !condition(); ++i) {
-    const Status slept = co_await SleepFor(loop, milliseconds(1));
-    if (!slept.ok()) co_return false;
-  }
-  co_return condition();
-}
-
 // One connection served by each of `loops` serving loops (told apart by
 // the thread that answers "/thread.*" on it); empty if 64 connections did
 // not reach them all (all on one of two sockets: probability 2^-63).
@@ -540,7 +532,7 @@ TEST_F(XdsServerTest, ServingLoopsShareOnePortAndDrainTogether) {
     std::vector<StatusOr<std::string>> replies;
     TaskGroup in_flight(loop);
     in_flight.Spawn(call_on_each(loop, v1, "/gate.S/M", replies));
-    bool started = co_await WaitUntil(loop, [&] { return test->gate_calls_started_.load() == 2; });
+    bool started = co_await PollUntil(loop, [&] { return test->gate_calls_started_.load() == 2; });
     EXPECT_TRUE(started);
     test->SetListener(Version(name, test->port_, 2), "2");
     // Each loop applied version 2: its connection gets the GOAWAY.
@@ -563,7 +555,7 @@ TEST_F(XdsServerTest, ServingLoopsShareOnePortAndDrainTogether) {
     EXPECT_EQ(v2.size(), 2u) << "connections did not reach both loops";
     if (v2.size() != 2) co_return;
     in_flight.Spawn(call_on_each(loop, v2, "/gate.S/M", replies));
-    started = co_await WaitUntil(loop, [&] { return test->gate_calls_started_.load() == 2; });
+    started = co_await PollUntil(loop, [&] { return test->gate_calls_started_.load() == 2; });
     EXPECT_TRUE(started);
     std::future<std::chrono::steady_clock::time_point> shut =
         test->StartShutdown(std::chrono::seconds(20));
