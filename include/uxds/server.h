@@ -67,7 +67,8 @@ inline constexpr std::chrono::milliseconds kNoTimeLimit = std::chrono::milliseco
 // stayed silent, so such clients cannot keep new ones out for good. A gRPC
 // client leaves gracefully on the GOAWAY and reconnects for its next call.
 inline constexpr std::chrono::milliseconds kDefaultMaxConnectionIdle{300'000};
-// The default request_memory_budget: 256 MiB for the whole server.
+// The default request_memory_budget: 256 MiB for the whole server (split
+// among its loops when it has several; see ServerOptions::loops).
 inline constexpr size_t kDefaultRequestMemoryBudget = size_t{256} << 20;
 
 struct XdsServerOptions {
@@ -197,6 +198,7 @@ struct ServerOptions {
   // more than its share gets no more credit (so its peer stops sending)
   // until handlers read, and the largest call of the biggest holder is
   // ended RESOURCE_EXHAUSTED, so the server never stalls for good.
+  // With several loops each loop bounds its own share (see `loops`).
   // 0: no server-wide bound (each connection still has its own).
   size_t request_memory_budget = kDefaultRequestMemoryBudget;
   // Loops serving connections: the Loop given to Listen() and loops - 1
@@ -218,7 +220,8 @@ class Server {
   static StatusOr<std::unique_ptr<Server>> Listen(Loop& loop, std::string_view address,
                                                   std::shared_ptr<const ServiceRegistry> registry,
                                                   ServerOptions options = {});
-  // Shutdown() or Serve() must have returned before this; the caller it
+  // Shutdown() or the first Serve() must have returned before this (or
+  // neither was ever called); the caller it
   // returned to may destroy the server at once, even while other callers
   // are still queued to resume.
   ~Server();

@@ -39,7 +39,8 @@ class Server {
                                                   std::shared_ptr<const ServiceRegistry> registry,
                                                   ServerOptions options = {},
                                                   bool share_port = false);
-  // Shutdown() or Serve() must have returned before this; the caller it
+  // Shutdown() or the first Serve() must have returned before this (or
+  // neither was ever called); the caller it
   // returned to may destroy the server at once, while other callers are
   // still queued to resume. Destroying it while the teardown runs
   // terminates the process.

@@ -20,16 +20,9 @@ static_assert(ServerOptions{}.max_receive_message_size == http2::kDefaultMaxRece
 static_assert(kDefaultMaxConnectionIdle == http2::kDefaultMaxConnectionIdle);
 static_assert(kNoTimeLimit == http2::kNoTimeLimit);
 
-namespace {
-
-// The most loops a server takes (a clear error rather than threads the
-// process cannot start).
-constexpr size_t kMaxLoops = 1024;
-
-}  // namespace
-
-// One extra loop's server and what its loop knows of it. Created and
-// destroyed on that loop; the home loop only hands it over.
+// One extra loop's server and what its loop knows of it. The http2::Server
+// is created and destroyed on that loop's thread; the home loop only hands
+// the struct over.
 struct ExtraServer {
   explicit ExtraServer(Loop& loop) : loop(loop), serve_left(loop) {}
   Loop& loop;
@@ -105,9 +98,9 @@ StatusOr<std::unique_ptr<Server>> Server::Listen(Loop& loop, std::string_view ad
   StatusOr<SocketAddress> parsed = SocketAddress::Parse(address);
   if (!parsed.ok()) return parsed.status();  // names the address
   const size_t loop_count = server::LoopCountFor(options.loops);
-  if (loop_count > kMaxLoops) {
+  if (options.loops > server::kMaxServingLoops) {
     return InvalidArgumentError("ServerOptions.loops: " + std::to_string(options.loops) +
-                                " is more than " + std::to_string(kMaxLoops));
+                                " is more than " + std::to_string(server::kMaxServingLoops));
   }
   http2::ServerOptions http2_options;
   http2_options.max_connections = options.max_connections;

@@ -1,6 +1,7 @@
 #include "server/serving_loops.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <thread>
 #include <utility>
 
@@ -42,13 +43,16 @@ ServingLoops::~ServingLoops() = default;
 
 size_t LoopShareOfBudget(size_t budget, size_t loops, size_t max_receive_message_size) {
   if (budget == 0) return 0;
-  const size_t floor = std::min(budget, 2 * max_receive_message_size);
+  // Saturating: 2 x a huge message size is the whole budget.
+  const size_t two_messages =
+      max_receive_message_size > SIZE_MAX / 2 ? SIZE_MAX : 2 * max_receive_message_size;
+  const size_t floor = std::min(budget, two_messages);
   return std::max({size_t{1}, budget / loops, floor});
 }
 
 size_t LoopCountFor(size_t requested) {
   if (requested != 0) return requested;
-  return std::max<size_t>(1, std::thread::hardware_concurrency());
+  return std::clamp<size_t>(std::thread::hardware_concurrency(), 1, kMaxServingLoops);
 }
 
 Task<void> RunOnEach(Loop& home, std::vector<Loop*> loops,

@@ -41,7 +41,12 @@ class ServingLoops {
   std::vector<Loop*> loops_;
 };
 
-// A server's `loops` option: 0 means one loop per CPU.
+// The most loops a server takes: more is INVALID_ARGUMENT (a clear error
+// rather than threads the process cannot start).
+inline constexpr size_t kMaxServingLoops = 1024;
+
+// A server's `loops` option: 0 means one loop per CPU (at most
+// kMaxServingLoops).
 size_t LoopCountFor(size_t requested);
 
 // What each of `loops` loops gets of a request memory budget: an even

@@ -18,9 +18,21 @@ void ServingStatusReporter::SetConfigStatus(Status status) {
 }
 
 void ServingStatusReporter::SetBindStatus(size_t socket, Status status) {
-  if (!status.ok() && bind_statuses_.size() > 1 && !closed_) {
+  // The status hides a loop that cannot listen while another one serves:
+  // say so once each time that loop's error changes. When no socket
+  // listens, the status itself carries the error.
+  const std::optional<Status>& previous = bind_statuses_.at(socket);
+  const bool changed = !previous.has_value() || previous->code() != status.code() ||
+                       previous->message() != status.message();
+  bool another_listens = false;
+  for (size_t i = 0; i < bind_statuses_.size(); ++i) {
+    another_listens = another_listens ||
+                      (i != socket && bind_statuses_[i].has_value() && bind_statuses_[i]->ok());
+  }
+  if (!status.ok() && changed && another_listens && !closed_) {
     Log(LogSeverity::kWarning, "xDS-enabled server " + listening_address_ + ": serving loop " +
-                                   std::to_string(socket) + " cannot listen: " + status.ToString());
+                                   std::to_string(socket) +
+                                   " cannot listen (the others serve): " + status.ToString());
   }
   bind_statuses_.at(socket) = std::move(status);
   Report();

@@ -43,10 +43,6 @@ void OnEveryLoop(const std::vector<Loop*>& loops, std::function<void(size_t)> ch
   }
 }
 
-// The most serving loops a server takes (a clear error rather than threads
-// the process cannot start).
-constexpr size_t kMaxServingLoops = 1024;
-
 }  // namespace
 
 struct XdsServer::Impl {
@@ -100,10 +96,10 @@ StatusOr<std::unique_ptr<XdsServer>> XdsServer::Create(
       options.xds_client_pool->Get(XdsClientPool::kServerKey);
   if (!client.ok()) return client.status();
   const size_t loop_count = server::LoopCountFor(options.serving_loops);
-  if (loop_count > kMaxServingLoops) {
+  if (options.serving_loops > server::kMaxServingLoops) {
     return InvalidArgumentError(
         "XdsServerOptions.serving_loops: " + std::to_string(options.serving_loops) +
-        " is more than " + std::to_string(kMaxServingLoops));
+        " is more than " + std::to_string(server::kMaxServingLoops));
   }
   StatusOr<std::unique_ptr<server::ServingLoops>> serving = server::ServingLoops::Start(loop_count);
   if (!serving.ok()) return serving.status();

@@ -42,6 +42,11 @@ TEST_F(XdsServerTest, CreateFailsWithoutTemplateOrWithEphemeralPort) {
   const Status bad_address = TryCreate("localhost:80", bootstrap);
   EXPECT_EQ(bad_address.code(), StatusCode::kInvalidArgument) << bad_address.ToString();
   EXPECT_TRUE(TryCreate("[::]:" + std::to_string(port_), bootstrap).ok());
+  XdsServerOptions too_many_loops;
+  too_many_loops.serving_loops = 100'000;
+  const Status loops = TryCreate("127.0.0.1:" + std::to_string(port_), bootstrap, too_many_loops);
+  EXPECT_EQ(loops.code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(HasText(loops, "XdsServerOptions.serving_loops")) << loops.ToString();
 }
 
 TEST_F(XdsServerTest, ListenerNameUsesTheListeningAddress) {

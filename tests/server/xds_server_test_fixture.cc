@@ -149,7 +149,8 @@ void XdsServerTest::StartServer(const std::string& listening_address, XdsServerO
   });
 }
 
-Status XdsServerTest::TryCreate(const std::string& listening_address, Bootstrap bootstrap) {
+Status XdsServerTest::TryCreate(const std::string& listening_address, Bootstrap bootstrap,
+                                XdsServerOptions options) {
   Status result;
   control_->RunSync([&] {
     auto pool = XdsClientPool::Create(control_->loop(), std::move(bootstrap));
@@ -157,7 +158,6 @@ Status XdsServerTest::TryCreate(const std::string& listening_address, Bootstrap 
       result = pool.status();
       return;
     }
-    XdsServerOptions options;
     options.xds_client_pool = *pool;
     auto created = XdsServer::Create(listening_address, MakeRegistry(), options);
     result = created.status();

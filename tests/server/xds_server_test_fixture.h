@@ -55,7 +55,8 @@ class XdsServerTest : public ::testing::Test {
   void StartServer(const std::string& listening_address, XdsServerOptions options = {},
                    bool fail_on_data_errors = false);
   // The status of XdsServer::Create on the control thread (not kept).
-  Status TryCreate(const std::string& listening_address, Bootstrap bootstrap);
+  Status TryCreate(const std::string& listening_address, Bootstrap bootstrap,
+                   XdsServerOptions options = {});
   void ShutdownServer();
   // Starts XdsServer::Shutdown(grace) on the control thread; the future
   // gets the time it returned.
