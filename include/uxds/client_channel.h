@@ -27,7 +27,13 @@
 //   co_await (*channel)->Shutdown();
 //
 // Threads: a channel lives on one Loop (the XdsClient's control thread);
-// create it, call it and shut it down there.
+// create it, call it and shut it down there. Other threads call it through
+// UnaryCallAsync / StartStreamAsync, which run the call on that loop:
+//
+//   std::promise<uxds::StatusOr<uxds::UnaryResponse>> reply;   // any thread
+//   channel->UnaryCallAsync("/helloworld.Greeter/SayHello", request, {},
+//       [&reply](uxds::StatusOr<uxds::UnaryResponse> r) { reply.set_value(std::move(r)); });
+//   auto r = reply.get_future().get();
 #pragma once
 
 #include <chrono>
@@ -156,6 +162,19 @@ class Channel {
   // status comes from Finish(). options.timeout bounds the whole call.
   Task<StatusOr<std::unique_ptr<ClientStream>>> StartStream(std::string method,
                                                             CallOptions options = {});
+
+  // The same calls for threads that run no uxds loop (a std::thread pool):
+  // callable from any thread while the channel exists. The call runs on
+  // the channel's loop, and `done` runs there too, exactly once: with the
+  // call's result; CANCELLED for a call still running when Shutdown()
+  // starts; UNAVAILABLE for one that reaches the loop after that. `done`
+  // must not block the loop (hand the result to your own thread, e.g.
+  // through a std::promise). A stream from StartStreamAsync is used on the
+  // channel's loop, like any ClientStream.
+  void UnaryCallAsync(std::string method, std::string request, CallOptions options,
+                      std::function<void(StatusOr<UnaryResponse>)> done);
+  void StartStreamAsync(std::string method, CallOptions options,
+                        std::function<void(StatusOr<std::unique_ptr<ClientStream>>)> done);
 
   // Stops watching, closes every connection, fails waiting calls. Any
   // number of callers: one teardown, each returns once it has ended (at

@@ -111,7 +111,9 @@ StatusOr<std::unique_ptr<Channel>> Channel::Create(Loop& loop, std::string_view 
   return std::unique_ptr<Channel>(new Channel(std::move(impl)));
 }
 
-Channel::Channel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Channel::Channel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
+  impl_->async_gate->channel = this;
+}
 
 Channel::~Channel() = default;
 
@@ -123,6 +125,10 @@ Task<void> Channel::Shutdown() {
 }
 
 Task<void> Channel::Impl::TearDown() {
+  // Calls from other threads: a closure arriving from now on fails its
+  // call at once; the ones running end CANCELLED (each `done` runs).
+  async_gate->channel = nullptr;
+  co_await async_calls.CancelAndJoin();
   co_await tasks.CancelAndJoin();
   if (dependencies != nullptr) co_await dependencies->Shutdown();
   dependencies.reset();
@@ -440,6 +446,73 @@ Task<StatusOr<std::unique_ptr<ClientStream>>> Channel::StartStream(std::string m
     impl->call = std::move(call);
     co_return std::make_unique<ClientStream>(std::move(impl));
   }
+}
+
+namespace {
+
+// A call the teardown cancelled fails CANCELLED, whatever error the
+// cancellation surfaced as inside it (a pick's wait, a connection's read).
+template <typename T>
+StatusOr<T> CancelledIfShuttingDown(StatusOr<T> result, CancelState* cancel) {
+  if (!result.ok() && cancel != nullptr && cancel->cancelled()) {
+    return CancelledError("the channel is shutting down");
+  }
+  return result;
+}
+
+// On the channel's loop: one call of another thread's, its result to `done`.
+Task<void> RunUnaryForAnotherThread(Channel& channel, std::string method, std::string request,
+                                    CallOptions options,
+                                    std::function<void(StatusOr<UnaryResponse>)> done) {
+  StatusOr<UnaryResponse> reply =
+      co_await channel.UnaryCall(std::move(method), std::move(request), std::move(options));
+  // Bound to a variable first: g++ 12.2 miscompiles some co_await operands.
+  CancelState* cancel = co_await CurrentCancelState();
+  done(CancelledIfShuttingDown(std::move(reply), cancel));
+}
+
+Task<void> RunStartStreamForAnotherThread(
+    Channel& channel, std::string method, CallOptions options,
+    std::function<void(StatusOr<std::unique_ptr<ClientStream>>)> done) {
+  StatusOr<std::unique_ptr<ClientStream>> stream =
+      co_await channel.StartStream(std::move(method), std::move(options));
+  CancelState* cancel = co_await CurrentCancelState();
+  done(CancelledIfShuttingDown(std::move(stream), cancel));
+}
+
+Status ChannelShutDown() { return UnavailableError("the channel is shut down"); }
+
+}  // namespace
+
+void Channel::UnaryCallAsync(std::string method, std::string request, CallOptions options,
+                             std::function<void(StatusOr<UnaryResponse>)> done) {
+  // The gate, not the channel, travels: the closure may run after the
+  // channel is gone.
+  impl_->loop.Post([gate = impl_->async_gate, method = std::move(method),
+                    request = std::move(request), options = std::move(options),
+                    done = std::move(done)]() mutable {
+    if (gate->channel == nullptr) {
+      done(ChannelShutDown());
+      return;
+    }
+    Channel& channel = *gate->channel;
+    channel.impl_->async_calls.Spawn(RunUnaryForAnotherThread(
+        channel, std::move(method), std::move(request), std::move(options), std::move(done)));
+  });
+}
+
+void Channel::StartStreamAsync(std::string method, CallOptions options,
+                               std::function<void(StatusOr<std::unique_ptr<ClientStream>>)> done) {
+  impl_->loop.Post([gate = impl_->async_gate, method = std::move(method),
+                    options = std::move(options), done = std::move(done)]() mutable {
+    if (gate->channel == nullptr) {
+      done(ChannelShutDown());
+      return;
+    }
+    Channel& channel = *gate->channel;
+    channel.impl_->async_calls.Spawn(RunStartStreamForAnotherThread(
+        channel, std::move(method), std::move(options), std::move(done)));
+  });
 }
 
 }  // namespace uxds

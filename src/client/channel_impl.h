@@ -48,7 +48,7 @@ bool operator==(const ClusterSource& a, const ClusterSource& b);
 
 struct Channel::Impl {
   Impl(Loop& loop, ChannelOptions options)
-      : loop(loop), options(std::move(options)), tasks(loop), shutdown(loop) {}
+      : loop(loop), options(std::move(options)), tasks(loop), async_calls(loop), shutdown(loop) {}
 
   // One cluster a route names, with its LB tree (none if the cluster has an
   // error: `error` then fails its calls).
@@ -83,6 +83,16 @@ struct Channel::Impl {
   // The channel's own tasks (a host:port target's resolution): they use
   // the channel, so Shutdown() cancels and joins them before it returns.
   TaskGroup tasks;
+  // UnaryCallAsync / StartStreamAsync: what their posted closures find on
+  // the loop. Loop thread only; `channel` is cleared when the teardown
+  // starts, so a closure that arrives later fails its call without
+  // touching the channel (which may be gone by then).
+  struct AsyncGate {
+    Channel* channel = nullptr;
+  };
+  std::shared_ptr<AsyncGate> async_gate = std::make_shared<AsyncGate>();
+  // The calls those closures started: the teardown cancels and joins them.
+  TaskGroup async_calls;
   // Runs TearDown() once, for every caller of Shutdown().
   ShutdownOnce shutdown;
   // Calls waiting for the next config or picker.
