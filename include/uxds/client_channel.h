@@ -30,10 +30,11 @@
 // create it, call it and shut it down there. Other threads call it through
 // UnaryCallAsync / StartStreamAsync, which run the call on that loop:
 //
-//   std::promise<uxds::StatusOr<uxds::UnaryResponse>> reply;   // any thread
+//   auto reply = std::make_shared<std::promise<uxds::StatusOr<uxds::UnaryResponse>>>();
+//   auto result = reply->get_future();                          // any thread
 //   channel->UnaryCallAsync("/helloworld.Greeter/SayHello", request, {},
-//       [&reply](uxds::StatusOr<uxds::UnaryResponse> r) { reply.set_value(std::move(r)); });
-//   auto r = reply.get_future().get();
+//       [reply](uxds::StatusOr<uxds::UnaryResponse> r) { reply->set_value(std::move(r)); });
+//   auto r = result.get();
 #pragma once
 
 #include <chrono>
@@ -164,13 +165,19 @@ class Channel {
                                                             CallOptions options = {});
 
   // The same calls for threads that run no uxds loop (a std::thread pool):
-  // callable from any thread while the channel exists. The call runs on
-  // the channel's loop, and `done` runs there too, exactly once: with the
-  // call's result; CANCELLED for a call still running when Shutdown()
-  // starts; UNAVAILABLE for one that reaches the loop after that. `done`
-  // must not block the loop (hand the result to your own thread, e.g.
-  // through a std::promise). A stream from StartStreamAsync is used on the
-  // channel's loop, like any ClientStream.
+  // callable from any thread while the channel exists (every such call
+  // must have returned before the channel is destroyed; overlapping
+  // Shutdown() is fine). The call runs on the channel's loop, and `done`
+  // runs there too, exactly once: with the call's result; CANCELLED for a
+  // call still running when Shutdown() starts; UNAVAILABLE for one that
+  // reaches the loop after Shutdown() was called (even once the channel is
+  // gone). The one exception: if the loop itself ends first, `done` is
+  // destroyed without running (hold a promise in a shared_ptr to see it).
+  // `done` must not block, throw, destroy the channel or RunSync on the
+  // loop: hand the result to your own thread (a std::promise, a queue). An
+  // empty `done` is logged and the call dropped. A stream from
+  // StartStreamAsync is a ClientStream like any other: use and destroy it
+  // on the channel's loop.
   void UnaryCallAsync(std::string method, std::string request, CallOptions options,
                       std::function<void(StatusOr<UnaryResponse>)> done);
   void StartStreamAsync(std::string method, CallOptions options,

@@ -4,10 +4,12 @@
 // connection, all on the control loop.
 #include "uxds/client_channel.h"
 
+#include <string>
 #include <utility>
 
 #include "client/channel_impl.h"
 #include "client/client_stream_impl.h"
+#include "uxds/log.h"
 #include "xds/client/xds_client_impl.h"
 
 namespace uxds {
@@ -115,12 +117,18 @@ Channel::Channel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
   impl_->async_gate->channel = this;
 }
 
-Channel::~Channel() = default;
+Channel::~Channel() {
+  // A closure still queued for the loop must not find a freed channel.
+  impl_->async_gate->channel = nullptr;
+}
 
 Task<void> Channel::Shutdown() {
   // Nothing of the channel is read once the teardown has ended: the first
   // caller to return may destroy it under the others.
   Impl* impl = impl_.get();
+  // Calls of other threads arriving from now on fail UNAVAILABLE, also
+  // before the teardown's task has started.
+  impl->async_gate->channel = nullptr;
   co_await impl->shutdown.Run([impl] { return impl->TearDown(); });
 }
 
@@ -482,10 +490,20 @@ Task<void> RunStartStreamForAnotherThread(
 
 Status ChannelShutDown() { return UnavailableError("the channel is shut down"); }
 
+// An empty callback is the caller's mistake: said in the log, never a throw
+// through the loop's queue of posted closures.
+template <typename Done>
+bool HasCallback(const Done& done, const char* api) {
+  if (done) return true;
+  Log(LogSeverity::kError, std::string("Channel::") + api + ": no callback given; call dropped");
+  return false;
+}
+
 }  // namespace
 
 void Channel::UnaryCallAsync(std::string method, std::string request, CallOptions options,
                              std::function<void(StatusOr<UnaryResponse>)> done) {
+  if (!HasCallback(done, "UnaryCallAsync")) return;
   // The gate, not the channel, travels: the closure may run after the
   // channel is gone.
   impl_->loop.Post([gate = impl_->async_gate, method = std::move(method),
@@ -503,6 +521,7 @@ void Channel::UnaryCallAsync(std::string method, std::string request, CallOption
 
 void Channel::StartStreamAsync(std::string method, CallOptions options,
                                std::function<void(StatusOr<std::unique_ptr<ClientStream>>)> done) {
+  if (!HasCallback(done, "StartStreamAsync")) return;
   impl_->loop.Post([gate = impl_->async_gate, method = std::move(method),
                     options = std::move(options), done = std::move(done)]() mutable {
     if (gate->channel == nullptr) {

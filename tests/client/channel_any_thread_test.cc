@@ -136,6 +136,12 @@ TEST_F(ChannelAnyThreadTest, EveryDoneRunsOnceAcrossShutdown) {
                            [&](StatusOr<UnaryResponse> r) { late.set_value(r.status()); });
   const Status late_status = late.get_future().get();
   EXPECT_EQ(late_status.code(), StatusCode::kUnavailable) << late_status.ToString();
+  std::promise<Status> late_stream;
+  channel_->StartStreamAsync(
+      test_service::kFullDuplexCall, {},
+      [&](StatusOr<std::unique_ptr<ClientStream>> s) { late_stream.set_value(s.status()); });
+  const Status late_stream_status = late_stream.get_future().get();
+  EXPECT_EQ(late_stream_status.code(), StatusCode::kUnavailable) << late_stream_status.ToString();
   // A call posted just before the channel goes: its closure runs after the
   // destruction, finds the gate closed, and still answers.
   std::promise<Status> after_destroy;
