@@ -25,8 +25,17 @@ RouteTable::RouteTable()
 RouteTable::RouteTable(Routes routes)
     : current_(std::make_shared<const Routes>(std::move(routes))) {}
 
+std::shared_ptr<const RouteTable::Routes> RouteTable::Current() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return current_;
+}
+
 void RouteTable::Set(Routes routes) {
-  current_.store(std::make_shared<const Routes>(std::move(routes)), std::memory_order_release);
+  auto next = std::make_shared<const Routes>(std::move(routes));
+  std::lock_guard<std::mutex> lock(mutex_);
+  current_.swap(next);
+  // The old version is freed outside the lock (`next`), or by the last RPC
+  // still holding it.
 }
 
 Status CheckRoute(const StatusOr<std::shared_ptr<const RouteConfigResource>>& routes,

@@ -5,12 +5,12 @@
 // only a route with non_forwarding_action lets the RPC through.
 //
 // Threads: the control thread writes a RouteTable; RPCs on every serving
-// loop read it. Each version is immutable and published with one atomic
-// swap; an RPC holds the version it read until its check ends.
+// loop read it. Each version is immutable and published by swapping one
+// pointer; an RPC holds the version it read until its check ends.
 #pragma once
 
-#include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -34,12 +34,17 @@ class RouteTable {
   RouteTable& operator=(const RouteTable&) = delete;
 
   // Any thread: the version in use now.
-  std::shared_ptr<const Routes> Current() const { return current_.load(std::memory_order_acquire); }
+  std::shared_ptr<const Routes> Current() const;
   // Control thread: makes `routes` the version every later RPC reads.
   void Set(Routes routes);
 
  private:
-  std::atomic<std::shared_ptr<const Routes>> current_;
+  // A lock held for a pointer copy, not std::atomic<std::shared_ptr>:
+  // libstdc++'s lock-bit implementation of that is invisible to
+  // ThreadSanitizer. One lock per RPC: the first line the serving loops
+  // share on an RPC's path (with the version's reference count).
+  mutable std::mutex mutex_;
+  std::shared_ptr<const Routes> current_;
 };
 
 // A36: OK if the RPC may reach its handler, else UNAVAILABLE saying why (no

@@ -180,7 +180,7 @@ void XdsServer::Start() {
         [report_config_status] { report_config_status(Status()); });
   };
   // Connections on every loop read the table; it publishes each version
-  // with one atomic swap.
+  // by swapping one pointer.
   callbacks.update_routes = [](std::shared_ptr<server::RouteTable> table,
                                StatusOr<std::shared_ptr<const RouteConfigResource>> routes) {
     table->Set(std::move(routes));
