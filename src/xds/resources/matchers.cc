@@ -17,10 +17,12 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
          });
 }
 
-std::string Lowered(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(), AsciiLower);
-  return out;
+// Case-insensitive (ASCII) substring search without copying either side:
+// a call's route matchers run on the call path, which allocates nothing.
+bool ContainsIgnoreCase(std::string_view text, std::string_view part) {
+  auto found = std::search(text.begin(), text.end(), part.begin(), part.end(),
+                           [](char x, char y) { return AsciiLower(x) == AsciiLower(y); });
+  return found != text.end() || part.empty();
 }
 
 }  // namespace
@@ -61,7 +63,7 @@ bool StringMatcher::Matches(std::string_view text) const {
              (ignore_case ? EqualsIgnoreCase(text.substr(text.size() - value.size()), value)
                           : text.substr(text.size() - value.size()) == value);
     case Type::kContains:
-      return ignore_case ? Lowered(text).find(Lowered(value)) != std::string::npos
+      return ignore_case ? ContainsIgnoreCase(text, value)
                          : text.find(value) != std::string_view::npos;
     case Type::kSafeRegex:
       return regex.FullMatch(text);
