@@ -138,6 +138,8 @@ namespace client_internal {
 // Tests: how many pickers the tree of cluster `cluster` has published (-1:
 // the channel has no tree for it). On the channel's loop.
 int64_t PickersPublished(const Channel& channel, std::string_view cluster);
+// Benchmarks: reaches the call path's parts (bench/call_pick_bench.cc).
+struct ChannelProbe;
 }  // namespace client_internal
 
 class Channel {
@@ -193,6 +195,7 @@ class Channel {
  private:
   friend int64_t client_internal::PickersPublished(const Channel& channel,
                                                    std::string_view cluster);
+  friend struct client_internal::ChannelProbe;
   explicit Channel(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

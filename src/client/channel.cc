@@ -14,6 +14,9 @@
 
 namespace uxds {
 
+using client_internal::CallHeaders;
+using client_internal::CallRequest;
+using client_internal::CompiledRoutes;
 using client_internal::ParsedTarget;
 
 namespace {
@@ -107,6 +110,8 @@ StatusOr<std::unique_ptr<Channel>> Channel::Create(Loop& loop, std::string_view 
         LookupFor(impl->options), impl->options.min_time_between_resolutions);
   } else {
     impl->direct_cluster = impl->target.name;
+    impl->routes = CompiledRoutes::Direct(impl->direct_cluster);
+    impl->LinkRoutes();
     impl->resolver = std::make_unique<HostResolver>(loop);
     impl->tasks.Spawn(impl->ResolveDirect());
   }
@@ -141,6 +146,7 @@ Task<void> Channel::Impl::TearDown() {
   if (dependencies != nullptr) co_await dependencies->Shutdown();
   dependencies.reset();
   clusters.clear();
+  LinkRoutes();
   WakeWaiters();
   if (waiting_calls > 0) {
     Event left(loop);
@@ -172,148 +178,148 @@ Task<bool> Channel::Impl::WaitForChange(std::optional<Loop::Clock::time_point> d
   co_return !deadline.has_value() || Loop::Clock::now() < *deadline;
 }
 
-StatusOr<Channel::Impl::CallRoute> Channel::Impl::ChooseRoute(const std::string& method,
-                                                              const routing::RpcView& rpc) const {
-  CallRoute route;
-  route.config = config;
-  route.hash = ThreadRandom();
-  if (!direct_cluster.empty()) {
-    route.cluster = direct_cluster;
-    return route;
+void Channel::Impl::LinkRoutes() {
+  route_clusters.clear();
+  if (routes == nullptr) return;
+  route_clusters.reserve(routes->clusters().size());
+  for (const std::string& name : routes->clusters()) {
+    auto found = clusters.find(name);
+    route_clusters.push_back(found != clusters.end() ? &found->second : nullptr);
   }
-  const RouteConfigResource::Route* selected =
-      routing::SelectRoute(*config->virtual_host, rpc, [] { return ThreadRandom(); });
-  if (selected == nullptr) return UnavailableError("no matching route found for " + method);
-  const auto* action = std::get_if<RouteConfigResource::Route::RouteAction>(&selected->action);
-  if (action == nullptr) {
-    return UnavailableError("matched route does not have a forwarding action");
-  }
-  if (const auto* one =
-          std::get_if<RouteConfigResource::Route::RouteAction::ClusterName>(&action->cluster)) {
-    route.cluster = one->name;
-  } else {
-    route.cluster = std::string(routing::PickWeightedCluster(
-        std::get<RouteConfigResource::Route::RouteAction::WeightedClusters>(action->cluster),
-        ThreadRandom()));
-  }
-  if (std::optional<uint64_t> computed =
-          routing::ComputeRequestHash(action->hash_policies, rpc, channel_id)) {
-    route.hash = *computed;
-  }
-  return route;
 }
 
-// Routes, hashes and picks one call (unary or streaming alike): the
-// connection of the endpoint it goes to, waiting within the deadline for a
-// config or an endpoint where gRPC queues the pick.
-Task<StatusOr<Channel::Impl::PickedEndpoint>> Channel::Impl::PickForCall(
-    const std::string& method, const CallOptions& options,
-    std::optional<Loop::Clock::time_point> deadline, std::optional<CallRoute>& route) {
-  std::vector<PickHeader> headers;
-  for (const auto& [name, value] : options.metadata) headers.push_back({name, value});
-  const routing::RpcView rpc{method, headers};
+bool Channel::Impl::PickNow(CallRequest& request, std::optional<CallRoute>& route,
+                            PickedEndpoint& picked, PickMiss& miss) {
+  using Next = PickMiss::Next;
+  using Waiting = PickMiss::Waiting;
+  if (shutdown.started()) {
+    miss = {Next::kFail, UnavailableError("channel shut down")};
+    return false;
+  }
+  if (route.has_value() && route->routes != routes) {
+    // New routes: the call keeps its cluster while they still name it, else
+    // it is routed by them (gRPC keeps the old cluster alive for it
+    // instead).
+    const std::string& name = route->routes->clusters()[route->cluster];
+    std::optional<uint32_t> index = routes != nullptr ? routes->IndexOf(name) : std::nullopt;
+    if (index.has_value()) {
+      route->routes = routes;
+      route->cluster = *index;
+    } else {
+      route.reset();
+    }
+  }
+  if (!route.has_value()) {
+    if (routes == nullptr) {
+      // No config yet: every call waits for the first one (gRPC queues
+      // them while the resolver has not returned).
+      miss = config_failed ? PickMiss{Next::kWaitOrFail, config_error}
+                           : PickMiss{Next::kWait, Status(), Waiting::kConfig};
+      return false;
+    }
+    CompiledRoutes::Choice choice;
+    switch (routes->Choose(request, channel_id, choice)) {
+      case CompiledRoutes::Outcome::kRouted:
+        break;
+      case CompiledRoutes::Outcome::kNoRoute:
+        miss = {Next::kFail,
+                UnavailableError("no matching route found for " + std::string(request.path()))};
+        return false;
+      case CompiledRoutes::Outcome::kNotForwarding:
+        miss = {Next::kFail, UnavailableError("matched route does not have a forwarding action")};
+        return false;
+    }
+    route.emplace(CallRoute{routes, choice.cluster, choice.hash});
+  }
+  ClusterState* cluster = route_clusters[route->cluster];
+  if (cluster == nullptr || cluster->lb == nullptr) {
+    const std::string& name = routes->clusters()[route->cluster];
+    if (cluster == nullptr && !direct_cluster.empty()) {
+      // A host:port target still resolving (gRPC queues the call), or one
+      // whose name did not resolve.
+      miss = config_failed ? PickMiss{Next::kWaitOrFail, config_error}
+                           : PickMiss{Next::kWait, UnavailableError("resolving " + name),
+                                      Waiting::kResolving};
+      return false;
+    }
+    miss = {Next::kWaitOrFail,
+            cluster == nullptr
+                ? UnavailableError("cluster " + name + " is not ready")
+                : Status(StatusCode::kUnavailable,
+                         "cluster " + name + ": " + std::string(cluster->error.message()))};
+    return false;
+  }
+  PickArgs args;
+  args.hash = route->hash;
+  args.headers = request.headers();
+  Subchannel* subchannel = nullptr;
+  PickResult call_end;  // what CallFinished() reports when the call ends
+  {
+    PickScope scope(cluster->lb->picker_slot());
+    const PickResult result = scope.Pick(args);
+    if (result.kind == PickResult::Kind::kFail) {
+      // A88: failed calls carry the cluster's resolution note.
+      miss = {result.drop ? Next::kFail : Next::kWaitOrFail,
+              Status(StatusCode::kUnavailable,
+                     std::string(result.status->message()) + " (" + cluster->note + ")")};
+      return false;
+    }
+    if (result.kind == PickResult::Kind::kComplete) {
+      subchannel = result.endpoint->subchannel;
+      call_end = result;
+    }
+  }
+  http2::ClientConnection* connection = subchannel != nullptr ? subchannel->connection() : nullptr;
+  if (connection == nullptr) {
+    CallNotStarted(call_end);
+    miss = {Next::kWait, Status(), Waiting::kEndpoint};
+    return false;
+  }
+  picked.connection = connection;
+  picked.pool = subchannels;
+  picked.subchannel = SubchannelRef(subchannel);
+  picked.call_end = call_end;
+  if (call_end.call_counter != nullptr) picked.counter = call_end.call_counter->shared_from_this();
+  if (call_end.locality_stats != nullptr) {
+    picked.locality_stats = call_end.locality_stats->shared_from_this();
+  }
+  return true;
+}
+
+Task<StatusOr<Channel::Impl::PickedEndpoint>> Channel::Impl::PickAfterMiss(
+    CallRequest& request, const CallOptions& options,
+    std::optional<Loop::Clock::time_point> deadline, std::optional<CallRoute>& route,
+    PickMiss miss) {
+  const std::string_view method = request.path();
   // Why the call could not go anywhere yet: the deadline's message says it.
   Status last_failure;
   auto deadline_error = [&](std::string what) {
     if (!last_failure.ok()) what += "; last error: " + std::string(last_failure.message());
     return DeadlineExceededError(std::move(what));
   };
-  auto wait_or_fail = [&](Status failure) -> Task<std::optional<Status>> {
-    // gRPC: without wait_for_ready a call with nothing to go to fails.
-    if (!options.wait_for_ready) co_return failure;
-    last_failure = failure;
-    const bool in_time = co_await WaitForChange(deadline);
-    if (!in_time) co_return deadline_error("deadline exceeded waiting for " + method);
-    co_return std::nullopt;
-  };
-  // A42: "the call's hash will be the same when it is re-attempted with a
-  // new picker"; A76: the config selector assigns it once. The route and
-  // the weighted cluster are chosen once too: re-picks of a queued call
-  // reuse them.
   while (true) {
-    if (shutdown.started()) co_return UnavailableError("channel shut down");
-    if (route.has_value() && route->config != config && !clusters.contains(route->cluster)) {
-      // A new config no longer has the call's cluster: the call is routed
-      // by the new one (gRPC keeps the old cluster alive for it instead).
-      route.reset();
-    }
-    if (!route.has_value()) {
-      if (direct_cluster.empty() && config == nullptr) {
-        if (config_failed) {
-          std::optional<Status> failed = co_await wait_or_fail(config_error);
-          if (failed.has_value()) co_return *failed;
-          continue;
-        }
-        // No config yet: every call waits for the first one (gRPC queues
-        // them while the resolver has not returned).
-        const bool in_time = co_await WaitForChange(deadline);
-        if (!in_time) co_return DeadlineExceededError(WaitingForConfig());
-        continue;
-      }
-      StatusOr<CallRoute> chosen = ChooseRoute(method, rpc);
-      if (!chosen.ok()) co_return chosen.status();
-      route = *std::move(chosen);
-    }
-    const std::string& cluster_name = route->cluster;
-    auto cluster_it = clusters.find(cluster_name);
-    if (cluster_it == clusters.end() && !direct_cluster.empty()) {
-      if (config_failed) {  // the name did not resolve
-        std::optional<Status> failed = co_await wait_or_fail(config_error);
-        if (failed.has_value()) co_return *failed;
-        continue;
-      }
-      // A host:port target still resolving: gRPC queues the call.
-      last_failure = UnavailableError("resolving " + cluster_name);
+    if (miss.next == PickMiss::Next::kFail) co_return miss.status;
+    if (miss.next == PickMiss::Next::kWaitOrFail) {
+      // gRPC: without wait_for_ready a call with nothing to go to fails.
+      if (!options.wait_for_ready) co_return miss.status;
+      last_failure = miss.status;
       const bool in_time = co_await WaitForChange(deadline);
-      if (!in_time) co_return deadline_error("deadline exceeded waiting for " + method);
-      continue;
-    }
-    if (cluster_it == clusters.end() || cluster_it->second.lb == nullptr) {
-      Status failure =
-          cluster_it == clusters.end()
-              ? UnavailableError("cluster " + cluster_name + " is not ready")
-              : Status(StatusCode::kUnavailable,
-                       "cluster " + cluster_name + ": " + cluster_it->second.error.message());
-      std::optional<Status> failed = co_await wait_or_fail(failure);
-      if (failed.has_value()) co_return *failed;
-      continue;
-    }
-    ClusterState& cluster = cluster_it->second;
-    PickArgs args;
-    args.hash = route->hash;
-    args.headers = headers;
-    Subchannel* subchannel = nullptr;
-    PickResult call_end;  // what CallFinished() reports when the call ends
-    PickResult::Kind kind;
-    Status pick_status;
-    bool drop = false;
-    {
-      PickScope scope(cluster.lb->picker_slot());
-      const PickResult picked = scope.Pick(args);
-      kind = picked.kind;
-      if (kind == PickResult::Kind::kComplete) {
-        subchannel = picked.endpoint->subchannel;
-        call_end = picked;
-      } else if (kind == PickResult::Kind::kFail) {
-        pick_status = *picked.status;
-        drop = picked.drop;
-      }
-    }
-    if (kind == PickResult::Kind::kFail) {
-      // A88: failed calls carry the cluster's resolution note.
-      Status failure(StatusCode::kUnavailable, pick_status.message() + " (" + cluster.note + ")");
-      if (drop) co_return failure;
-      std::optional<Status> failed = co_await wait_or_fail(failure);
-      if (failed.has_value()) co_return *failed;
-      continue;
-    }
-    http2::ClientConnection* connection =
-        subchannel != nullptr ? subchannel->connection() : nullptr;
-    if (kind == PickResult::Kind::kQueue || connection == nullptr) {
-      CallNotStarted(call_end);
+      if (!in_time)
+        co_return deadline_error("deadline exceeded waiting for " + std::string(method));
+    } else {
+      if (!miss.status.ok()) last_failure = miss.status;
       const bool in_time = co_await WaitForChange(deadline);
       if (!in_time) {
+        switch (miss.waiting) {
+          case PickMiss::Waiting::kConfig:
+            co_return DeadlineExceededError(WaitingForConfig());
+          case PickMiss::Waiting::kResolving:
+            co_return deadline_error("deadline exceeded waiting for " + std::string(method));
+          case PickMiss::Waiting::kEndpoint:
+            break;
+        }
         // The cluster's last failure (a connection error while it retries).
+        const std::string cluster_name = route->routes->clusters()[route->cluster];
         auto now_it = clusters.find(cluster_name);
         if (now_it != clusters.end() && now_it->second.lb != nullptr &&
             !now_it->second.lb->status().ok()) {
@@ -322,21 +328,9 @@ Task<StatusOr<Channel::Impl::PickedEndpoint>> Channel::Impl::PickForCall(
         co_return deadline_error("deadline exceeded while waiting for an endpoint of " +
                                  cluster_name);
       }
-      continue;
     }
     PickedEndpoint picked;
-    picked.connection = connection;
-    picked.peer = subchannel->address();
-    picked.pool = subchannels;
-    picked.subchannel = SubchannelRef(subchannel);
-    picked.call_end = call_end;
-    if (call_end.call_counter != nullptr) {
-      picked.counter = call_end.call_counter->shared_from_this();
-    }
-    if (call_end.locality_stats != nullptr) {
-      picked.locality_stats = call_end.locality_stats->shared_from_this();
-    }
-    co_return picked;
+    if (PickNow(request, route, picked, miss)) co_return picked;
   }
 }
 
@@ -387,31 +381,38 @@ bool RetryTransparently(http2::ClientCall::Delivery delivery, int& refused_retri
 Task<StatusOr<UnaryResponse>> Channel::UnaryCall(std::string method, std::string request,
                                                  CallOptions options) {
   const std::optional<Loop::Clock::time_point> deadline = DeadlineOf(options);
-  const http2::Metadata metadata(options.metadata.begin(), options.metadata.end());
+  // What routing reads of the call: views of its method and metadata.
+  const CallHeaders headers(options.metadata);
+  CallRequest call_request(method, headers.headers());
   std::optional<Impl::CallRoute> route;  // A6: a retry keeps the call's route
   int refused_retries = 0;
   Status failure;
   while (true) {
-    StatusOr<Impl::PickedEndpoint> picked =
-        co_await impl_->PickForCall(method, options, deadline, route);
-    if (!picked.ok()) {
-      failure = picked.status();
-      break;
+    Impl::PickedEndpoint picked;
+    if (Impl::PickMiss miss; !impl_->PickNow(call_request, route, picked, miss)) {
+      // Nothing READY at once: the slow path, where the pick may wait.
+      StatusOr<Impl::PickedEndpoint> waited =
+          co_await impl_->PickAfterMiss(call_request, options, deadline, route, std::move(miss));
+      if (!waited.ok()) {
+        failure = waited.status();
+        break;
+      }
+      picked = *std::move(waited);
     }
     // The request stays here: a refused attempt is replayed from it.
     http2::ClientCall::Delivery delivery = http2::ClientCall::Delivery::kMaybeProcessed;
-    StatusOr<std::string> response = co_await http2::UnaryCall(*picked->connection, method, request,
-                                                               metadata, deadline, &delivery);
+    StatusOr<std::string> response = co_await http2::UnaryCall(
+        *picked.connection, method, request, options.metadata, deadline, &delivery);
     if (response.ok()) {
-      CallFinished(picked->call_end, true);
-      co_return UnaryResponse{*std::move(response), std::move(picked->peer)};
+      CallFinished(picked.call_end, true);
+      co_return UnaryResponse{*std::move(response), picked.peer()};
     }
     if (RetryTransparently(delivery, refused_retries, deadline)) {
       // The attempt reached no backend's application: no call to count.
-      CallNotStarted(picked->call_end);
+      CallNotStarted(picked.call_end);
       continue;
     }
-    CallFinished(picked->call_end, false);
+    CallFinished(picked.call_end, false);
     failure = response.status();
     break;
   }
@@ -425,32 +426,37 @@ Task<StatusOr<UnaryResponse>> Channel::UnaryCall(std::string method, std::string
 Task<StatusOr<std::unique_ptr<ClientStream>>> Channel::StartStream(std::string method,
                                                                    CallOptions options) {
   const std::optional<Loop::Clock::time_point> deadline = DeadlineOf(options);
-  const http2::Metadata metadata(options.metadata.begin(), options.metadata.end());
+  const CallHeaders headers(options.metadata);
+  CallRequest call_request(method, headers.headers());
   std::optional<Impl::CallRoute> route;  // A6: a retry keeps the call's route
   int refused_retries = 0;
   while (true) {
-    StatusOr<Impl::PickedEndpoint> picked =
-        co_await impl_->PickForCall(method, options, deadline, route);
-    if (!picked.ok()) {
-      co_await impl_->loop.Yield();  // as UnaryCall's failures
-      co_return picked.status();
+    Impl::PickedEndpoint picked;
+    if (Impl::PickMiss miss; !impl_->PickNow(call_request, route, picked, miss)) {
+      StatusOr<Impl::PickedEndpoint> waited =
+          co_await impl_->PickAfterMiss(call_request, options, deadline, route, std::move(miss));
+      if (!waited.ok()) {
+        co_await impl_->loop.Yield();  // as UnaryCall's failures
+        co_return waited.status();
+      }
+      picked = *std::move(waited);
     }
     std::unique_ptr<http2::ClientCall> call =
-        picked->connection->StartCall(method, metadata, deadline);
+        picked.connection->StartCall(method, options.metadata, deadline);
     // A6: a stream that could not start on the picked connection is picked
     // again. Once returned, the stream's messages are the application's to
     // send, and a refused stream fails UNAVAILABLE (not replayed).
     if (call->finished() && RetryTransparently(call->delivery(), refused_retries, deadline)) {
-      CallNotStarted(picked->call_end);
+      CallNotStarted(picked.call_end);
       continue;
     }
     auto impl = std::make_unique<ClientStream::Impl>();
-    impl->pool = std::move(picked->pool);
-    impl->subchannel = std::move(picked->subchannel);
-    impl->call_end = picked->call_end;
-    impl->counter = std::move(picked->counter);
-    impl->locality_stats = std::move(picked->locality_stats);
-    impl->peer = std::move(picked->peer);
+    impl->peer = picked.peer();
+    impl->pool = std::move(picked.pool);
+    impl->subchannel = std::move(picked.subchannel);
+    impl->call_end = picked.call_end;
+    impl->counter = std::move(picked.counter);
+    impl->locality_stats = std::move(picked.locality_stats);
     impl->call = std::move(call);
     co_return std::make_unique<ClientStream>(std::move(impl));
   }

@@ -13,6 +13,7 @@
 namespace uxds {
 
 using client_internal::ClusterSource;
+using client_internal::CompiledRoutes;
 
 namespace {
 
@@ -80,6 +81,8 @@ void Channel::Impl::OnConfig(StatusOr<std::shared_ptr<const XdsConfig>> update) 
     config_error = Status(StatusCode::kUnavailable, update.status().message());
     config_failed = true;
     clusters.clear();
+    routes = nullptr;
+    LinkRoutes();
     WakeWaiters();
     return;
   }
@@ -89,6 +92,10 @@ void Channel::Impl::OnConfig(StatusOr<std::shared_ptr<const XdsConfig>> update) 
   const std::set<std::string> used(named.begin(), named.end());
   for (const std::string& name : used) UpdateCluster(name);
   std::erase_if(clusters, [&](const auto& entry) { return !used.contains(entry.first); });
+  // Calls route by the new routes from now on (an unchanged route table is
+  // compiled again too: compiling is cheap beside a config).
+  routes = CompiledRoutes::Compile(*config->virtual_host);
+  LinkRoutes();
   WakeWaiters();
 }
 
@@ -254,6 +261,7 @@ Task<void> Channel::Impl::ResolveDirect() {
   ClusterState& state = EnsureCluster(direct_cluster);
   state.note = "resolved " + target.name;
   state.lb->Update(cluster, endpoints);
+  LinkRoutes();
   WakeWaiters();
 }
 

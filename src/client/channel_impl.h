@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "client/compiled_routes.h"
 #include "client/xds_dependency_manager.h"
 #include "http2/client_connection.h"
 #include "lb/cluster_load_balancer.h"
@@ -144,14 +145,13 @@ struct Channel::Impl {
   // caller then finds it so).
   Task<bool> WaitForChange(std::optional<Loop::Clock::time_point> deadline);
 
-  // Where a pick sent a call: the endpoint's connection (READY now), its
-  // address, and the call's A32 count to end with the call. The call owns
-  // its subchannel and counter, as a gRPC call holds its connected
-  // subchannel: an update that drops the endpoint or its cluster while the
-  // call runs must not end the call.
+  // Where a pick sent a call: the endpoint's connection (READY now), and
+  // the call's A32 count to end with the call. The call owns its
+  // subchannel and counter, as a gRPC call holds its connected subchannel:
+  // an update that drops the endpoint or its cluster while the call runs
+  // must not end the call.
   struct PickedEndpoint {
     http2::ClientConnection* connection = nullptr;
-    std::string peer;
     std::shared_ptr<SubchannelPool> pool;  // outlives `subchannel`
     SubchannelRef subchannel;
     // What CallFinished() reports when the call ends; `counter` and
@@ -159,21 +159,51 @@ struct Channel::Impl {
     PickResult call_end;
     std::shared_ptr<CallCounter> counter;
     std::shared_ptr<LocalityLoadStats> locality_stats;
+    // The endpoint's address, "10.0.0.1:443".
+    const std::string& peer() const { return subchannel->address(); }
   };
-  // A call's routing, chosen once per call (see PickForCall).
+  // A call's routing, chosen once per call by its first pick and reused by
+  // every later one (a queued pick's, and A6's transparent retries'): A42
+  // "the call's hash will be the same when it is re-attempted with a new
+  // picker"; A76: the config selector assigns it once.
   struct CallRoute {
-    std::shared_ptr<const XdsConfig> config;  // the config it was chosen in
-    std::string cluster;
+    std::shared_ptr<const client_internal::CompiledRoutes> routes;  // chosen in
+    uint32_t cluster = 0;  // an index into routes->clusters()
     uint64_t hash = 0;
   };
-  // `route` is the call's routing: chosen by its first pick, reused by every
-  // later one (a queued pick's, and A6's transparent retries').
-  Task<StatusOr<PickedEndpoint>> PickForCall(const std::string& method, const CallOptions& options,
-                                             std::optional<Loop::Clock::time_point> deadline,
-                                             std::optional<CallRoute>& route);
-  // The route (A28), its cluster (weighted_clusters drawn here) and the
-  // request hash (A42: from the route's hash policies, else random).
-  StatusOr<CallRoute> ChooseRoute(const std::string& method, const routing::RpcView& rpc) const;
+  // Why a pick could not send the call anywhere yet, and what follows.
+  struct PickMiss {
+    enum class Next : uint8_t {
+      kFail,        // the call fails with `status`
+      kWaitOrFail,  // gRPC: fails with `status`, or waits for ready
+      kWait,        // queued: waits for a change whatever wait_for_ready
+    };
+    Next next = Next::kFail;
+    Status status;
+    // kWait: what the call waits for, which its deadline's message says.
+    enum class Waiting : uint8_t { kConfig, kResolving, kEndpoint } waiting = Waiting::kConfig;
+  };
+  // One route and pick (A28, A42, the cluster's picker) without waiting,
+  // all on the calling thread: the connection of a READY endpoint, else
+  // why not. What a call with a READY pick goes through: no copy of its
+  // metadata and no allocation.
+  bool PickNow(client_internal::CallRequest& request, std::optional<CallRoute>& route,
+               PickedEndpoint& picked, PickMiss& miss);
+  // After PickNow() missed with `miss`: fails the call, or waits where
+  // gRPC queues the pick (within the deadline) and picks again each time
+  // the config or a picker changes. Unary and streaming calls alike.
+  Task<StatusOr<PickedEndpoint>> PickAfterMiss(client_internal::CallRequest& request,
+                                               const CallOptions& options,
+                                               std::optional<Loop::Clock::time_point> deadline,
+                                               std::optional<CallRoute>& route, PickMiss miss);
+  // The routes every new call is routed by: the config's virtual host
+  // compiled, or a host:port target's one cluster; null while there is no
+  // config. `route_clusters[i]` is the state of routes->clusters()[i]
+  // (null: not built yet); LinkRoutes() recomputes it after every change
+  // of `routes` or `clusters`.
+  std::shared_ptr<const client_internal::CompiledRoutes> routes;
+  std::vector<ClusterState*> route_clusters;
+  void LinkRoutes();
 
   // The deadline message of a call that found no config: what the channel
   // is still waiting for.
