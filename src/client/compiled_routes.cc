@@ -107,10 +107,15 @@ std::shared_ptr<const CompiledRoutes> CompiledRoutes::Compile(
       uint64_t sum = 0;
       for (const auto& weighted :
            std::get<RouteAction::WeightedClusters>(action->cluster).clusters) {
+        if (weighted.weight == 0) continue;
         sum += weighted.weight;
         route.clusters.push_back(compiled->ClusterIndex(weighted.name));
         route.weight_sums.push_back(sum);
       }
+      // The parser drops zero weights and refuses an empty list; a route
+      // left with nothing to draw from forwards nowhere rather than divide
+      // by zero.
+      if (route.clusters.empty()) route.forwards = false;
     }
     for (const RouteConfigResource::HashPolicy& source_policy : action->hash_policies) {
       HashPolicy& policy = route.hash_policies.emplace_back();
