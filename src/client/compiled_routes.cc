@@ -50,13 +50,14 @@ CompiledRoutes::Form CompiledRoutes::FormOf(const StringMatcher& matcher) {
   return Form::kParsed;
 }
 
-bool CompiledRoutes::Matches(const Route& route, CallRequest& request,
-                             const CompiledRoutes& routes) {
-  if (route.path_form == Form::kParsed
-          ? !route.path.Matches(request.path())
-          : !FastMatch(request.path(), route.path_value, route.path_form == Form::kPrefix)) {
-    return false;
-  }
+bool CompiledRoutes::PathMatches(const Route& route, std::string_view path) {
+  return route.path_form == Form::kParsed
+             ? route.path.Matches(path)
+             : FastMatch(path, route.path_value, route.path_form == Form::kPrefix);
+}
+
+bool CompiledRoutes::OthersMatch(const Route& route, CallRequest& request,
+                                 const CompiledRoutes& routes) {
   for (const HeaderTest& test : route.headers) {
     const CallRequest::Value value = request.ValueOf(routes, test.header);
     if (test.form == Form::kParsed) {
@@ -87,6 +88,8 @@ std::shared_ptr<const CompiledRoutes> CompiledRoutes::Compile(
     route.path = source.matchers.path;
     route.path_form = FormOf(source.matchers.path);
     route.path_value = source.matchers.path.value;
+    route.same_path_as_previous =
+        compiled->routes_.size() > 1 && source.matchers.path == (&source - 1)->matchers.path;
     for (const HeaderMatcher& matcher : source.matchers.headers) {
       HeaderTest& test = route.headers.emplace_back();
       test.header = compiled->Intern(matcher.name);
@@ -180,8 +183,12 @@ CompiledRoutes::Outcome CompiledRoutes::Choose(CallRequest& request, uint64_t ch
   request.ForgetValues();
   // A28: "the first match wins".
   const Route* matched = nullptr;
+  bool path_matches = false;
   for (const Route& route : routes_) {
-    if (Matches(route, request, *this)) {
+    // Routes often share a path matcher (a service's routes told apart by
+    // headers): its answer for this call is computed once.
+    if (!route.same_path_as_previous) path_matches = PathMatches(route, request.path());
+    if (path_matches && OthersMatch(route, request, *this)) {
       matched = &route;
       break;
     }

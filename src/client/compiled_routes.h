@@ -81,6 +81,7 @@ class CompiledRoutes {
     Form path_form = Form::kParsed;
     std::string path_value;  // kExact, kPrefix
     StringMatcher path;
+    bool same_path_as_previous = false;  // the route before has an equal path matcher
     std::vector<HeaderTest> headers;
     std::optional<uint32_t> fraction_per_million;
     bool forwards = false;  // has a route action
@@ -92,7 +93,9 @@ class CompiledRoutes {
 
   uint32_t Intern(std::string_view name);
   static Form FormOf(const StringMatcher& matcher);
-  static bool Matches(const Route& route, CallRequest& request, const CompiledRoutes& routes);
+  static bool PathMatches(const Route& route, std::string_view path);
+  // The route's header matchers and runtime fraction.
+  static bool OthersMatch(const Route& route, CallRequest& request, const CompiledRoutes& routes);
   uint32_t ClusterIndex(const std::string& name);
   std::optional<uint64_t> Hash(const Route& route, CallRequest& request, uint64_t channel_id) const;
 
