@@ -14,13 +14,22 @@ StatusOr<std::unique_ptr<Server>> Server::Listen(Loop& loop, const SocketAddress
       new Server(loop, std::move(*listener), std::move(registry), std::move(options)));
 }
 
+std::unique_ptr<Server> Server::WithoutListener(Loop& loop,
+                                                std::shared_ptr<const ServiceRegistry> registry,
+                                                ServerOptions options) {
+  return std::unique_ptr<Server>(
+      new Server(loop, nullptr, std::move(registry), std::move(options)));
+}
+
 Server::Server(Loop& loop, std::unique_ptr<TcpListener> listener,
                std::shared_ptr<const ServiceRegistry> registry, ServerOptions options)
     : loop_(loop),
       listener_(std::move(listener)),
       registry_(std::move(registry)),
       options_(ShareConnectionQuota(ShareMemoryBudget(std::move(options)))),
-      accept_pause_(loop, "server on " + listener_->local_address().ToString()),
+      accept_pause_(loop, listener_ != nullptr
+                              ? "server on " + listener_->local_address().ToString()
+                              : std::string("server of handed-over connections")),
       connections_(loop),
       serve_left_(loop),
       shutdown_(loop) {}
@@ -28,7 +37,7 @@ Server::Server(Loop& loop, std::unique_ptr<TcpListener> listener,
 Server::~Server() = default;
 
 Task<void> Server::Serve() {
-  if (serve_state_ == ServeState::kNotStarted && !shutdown_.started()) {
+  if (listener_ != nullptr && serve_state_ == ServeState::kNotStarted && !shutdown_.started()) {
     serve_state_ = ServeState::kAccepting;
     co_await AcceptUntilShutdown();
     serve_state_ = ServeState::kLeft;
@@ -52,16 +61,7 @@ Task<void> Server::AcceptUntilShutdown() {
       if (!awaited.ok()) break;
       continue;
     }
-    // Counted from here to the connection's end, whichever way it ends
-    // (handshakes included), against a count the server's loops share.
-    if (!options_.shared_connection_quota->TryTake()) {
-      (*socket)->Close();  // over the limit: closed without a byte
-      ++refused_connections_;
-      accept_pause_.Refused(options_.shared_connection_quota->limit());
-      continue;
-    }
-    accept_pause_.Accepted();
-    connections_.Spawn(ServeConnection(std::move(*socket)));
+    if (!TakeConnection(*socket)) (*socket)->Close();  // over the limit: closed without a byte
   }
   if (!shutdown_.started()) {
     // Our task was cancelled, not shut down: end every connection now.
@@ -69,6 +69,24 @@ Task<void> Server::AcceptUntilShutdown() {
     connections_.Cancel();
   }
   co_await connections_.Join();
+}
+
+bool Server::TakeConnection(std::unique_ptr<TcpSocket>& socket) {
+  // Counted from here to the connection's end, whichever way it ends
+  // (handshakes included), against a count the server's loops share.
+  if (!options_.shared_connection_quota->TryTake()) {
+    ++refused_connections_;
+    accept_pause_.Refused(options_.shared_connection_quota->limit());
+    return false;
+  }
+  accept_pause_.Accepted();
+  connections_.Spawn(ServeConnection(std::move(socket)));
+  return true;
+}
+
+void Server::ServeAccepted(std::unique_ptr<TcpSocket> socket) {
+  // The teardown joins the connections it finds: none may start after it.
+  if (shutdown_.started() || !TakeConnection(socket)) socket->Close();
 }
 
 Task<void> Server::ServeConnection(std::unique_ptr<TcpSocket> socket) {
@@ -108,7 +126,7 @@ Task<void> Server::Shutdown(std::chrono::milliseconds grace) {
 }
 
 Task<void> Server::Teardown() {
-  listener_->Close();
+  if (listener_ != nullptr) listener_->Close();
   for (ServerConnection* connection : live_) connection->Drain(*drain_grace_);
   // Drains end themselves after the grace time; this bounds TLS handshakes
   // still in progress and peers that stop reading during the final flush.

@@ -39,6 +39,12 @@ class Server {
                                                   std::shared_ptr<const ServiceRegistry> registry,
                                                   ServerOptions options = {},
                                                   bool share_port = false);
+  // A server without a listening socket: it serves the connections handed
+  // to ServeAccepted() (accepted elsewhere, e.g. by another loop's
+  // acceptor). Serve() is not used; Shutdown() drains and joins them.
+  static std::unique_ptr<Server> WithoutListener(Loop& loop,
+                                                 std::shared_ptr<const ServiceRegistry> registry,
+                                                 ServerOptions options = {});
   // Shutdown() or the first Serve() must have returned before this (or
   // neither was ever called); the caller it
   // returned to may destroy the server at once, while other callers are
@@ -48,8 +54,14 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
+  // A listening server's port and address.
   uint16_t port() const { return listener_->port(); }
   const SocketAddress& local_address() const { return listener_->local_address(); }
+
+  // On the server's loop: serves `socket`, a connection accepted elsewhere
+  // and now of this loop, as an accepted one (counted against
+  // max_connections; closed at once once Shutdown() has started).
+  void ServeAccepted(std::unique_ptr<TcpSocket> socket);
 
   // Accepts and serves connections until Shutdown(); returns when every
   // connection has ended and a Shutdown() under way has ended too.
@@ -78,12 +90,15 @@ class Server {
   Server(Loop& loop, std::unique_ptr<TcpListener> listener,
          std::shared_ptr<const ServiceRegistry> registry, ServerOptions options);
   Task<void> AcceptUntilShutdown();
+  // An accepted connection within max_connections, served from now on;
+  // false (the caller closes it) when over the limit.
+  bool TakeConnection(std::unique_ptr<TcpSocket>& socket);
   Task<void> ServeConnection(std::unique_ptr<TcpSocket> socket);
   // The one teardown, in ShutdownOnce's task (never cancelled).
   Task<void> Teardown();
 
   Loop& loop_;
-  std::unique_ptr<TcpListener> listener_;
+  std::unique_ptr<TcpListener> listener_;  // null: WithoutListener()
   const std::shared_ptr<const ServiceRegistry> registry_;
   const ServerOptions options_;
   // Declared before connections_: a connection's end touches them.

@@ -1,5 +1,7 @@
 #include "runtime/tcp_socket.h"
 
+#include <utility>
+
 #include <liburing.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -36,6 +38,13 @@ TcpSocket::~TcpSocket() {
   assert(pending_read_ == nullptr && pending_write_ == nullptr);
   watch_.reset();  // out of the epoll set before the descriptor goes
   if (fd_ >= 0) ::close(fd_);
+}
+
+int TcpSocket::ReleaseFd() {
+  assert(pending_read_ == nullptr && pending_write_ == nullptr);
+  watch_.reset();  // out of this loop's epoll set: another loop watches it next
+  closed_ = true;
+  return std::exchange(fd_, -1);
 }
 
 void TcpSocket::ReleaseFdIfIdle() {

@@ -35,6 +35,11 @@ class TcpSocket final : public ByteStream {
   // The descriptor, or -1 once Close() has released it (which may be a few
   // turns after Close(): see ReleaseFdIfIdle).
   int fd() const { return fd_; }
+  // Gives the descriptor up to the caller (who closes it), e.g. to serve
+  // the connection on another loop: only while no read or write is
+  // pending, so no request naming it can still reach the kernel. The
+  // socket is closed afterwards.
+  int ReleaseFd();
   Loop& loop() const { return loop_; }
   SocketAddress local_address() const;
   SocketAddress peer_address() const;
