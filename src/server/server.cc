@@ -114,6 +114,7 @@ StatusOr<std::unique_ptr<Server>> Server::Listen(Loop& loop, std::string_view ad
   http2_options.request_memory_budget = server::LoopShareOfBudget(
       options.request_memory_budget, loop_count, options.max_receive_message_size);
   http2_options = http2::ShareConnectionQuota(std::move(http2_options));
+  // One listening socket per loop, not one acceptor: see serving_loops.h.
   const bool share_port = loop_count > 1;
 
   auto impl = std::make_unique<Impl>(loop);

@@ -130,6 +130,7 @@ StatusOr<std::unique_ptr<XdsServer>> XdsServer::Create(
                                 listener_options.connection_options.max_receive_message_size);
   listener_options.connection_options =
       http2::ShareConnectionQuota(std::move(listener_options.connection_options));
+  // One listening socket per loop, not one acceptor: see serving_loops.h.
   listener_options.share_port = loop_count > 1;
   // Bind results travel back to the control thread, where the reporter lives.
   Loop* control = &impl->control_loop;
