@@ -85,8 +85,10 @@ bool Server::TakeConnection(std::unique_ptr<TcpSocket>& socket) {
 }
 
 void Server::ServeAccepted(std::unique_ptr<TcpSocket> socket) {
-  // The teardown joins the connections it finds: none may start after it.
-  if (shutdown_.started() || !TakeConnection(socket)) socket->Close();
+  // The teardown, or a cancelled Serve(), joins the connections it finds:
+  // none may start after it.
+  const bool joined = shutdown_.started() || serve_state_ == ServeState::kLeft;
+  if (joined || !TakeConnection(socket)) socket->Close();
 }
 
 Task<void> Server::ServeConnection(std::unique_ptr<TcpSocket> socket) {

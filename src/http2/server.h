@@ -12,6 +12,7 @@
 // Serve() and Shutdown() returns first, its caller may destroy the server.
 #pragma once
 
+#include <cassert>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -41,7 +42,8 @@ class Server {
                                                   bool share_port = false);
   // A server without a listening socket: it serves the connections handed
   // to ServeAccepted() (accepted elsewhere, e.g. by another loop's
-  // acceptor). Serve() is not used; Shutdown() drains and joins them.
+  // acceptor). Serve() returns at once; Shutdown() drains and joins them,
+  // and must have returned before the server is destroyed.
   static std::unique_ptr<Server> WithoutListener(Loop& loop,
                                                  std::shared_ptr<const ServiceRegistry> registry,
                                                  ServerOptions options = {});
@@ -54,9 +56,15 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  // A listening server's port and address.
-  uint16_t port() const { return listener_->port(); }
-  const SocketAddress& local_address() const { return listener_->local_address(); }
+  // A listening server's port and address (not WithoutListener()'s).
+  uint16_t port() const {
+    assert(listener_ != nullptr);
+    return listener_->port();
+  }
+  const SocketAddress& local_address() const {
+    assert(listener_ != nullptr);
+    return listener_->local_address();
+  }
 
   // On the server's loop: serves `socket`, a connection accepted elsewhere
   // and now of this loop, as an accepted one (counted against

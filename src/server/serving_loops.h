@@ -48,12 +48,14 @@ class ServingLoops {
 // loops in turn (bench/accept_spread_server with
 // tools/dev/accept_spread_compare.py; figures in docs/benchmarks.md): on 2
 // loops the acceptor was never faster, 0.86 to 1.00 of SO_REUSEPORT's
-// requests/s under h2load 100x10, 4x64 and 2x64 on both backends, because
-// every connection it hands on costs the serving loop a wake-up and the
-// acceptor a share of its loop, while the hash's uneven split of a few
-// connections did not show. Many cores with a few long-lived connections
-// each could weigh the other way: the hand-over itself is in the library
-// (http2::Server::ServeAccepted) should a measurement there say so.
+// requests/s under h2load 100x10, 4x64 and 2x64 on both backends. h2load
+// opens its connections before it measures, so what differed was the
+// spread (exact turns against the kernel's hash), and an even spread of a
+// few connections bought nothing; the acceptor's own cost, a hop to another
+// loop per connection, would only add to that for short connections. Many
+// cores with a few long-lived connections each could weigh the other way:
+// the hand-over itself is in the library (http2::Server::ServeAccepted)
+// should a measurement there say so.
 //
 // The most loops a server takes: more is INVALID_ARGUMENT (a clear error
 // rather than threads the process cannot start).
