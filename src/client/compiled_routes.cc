@@ -7,6 +7,7 @@
 #include <xxhash.h>
 
 #include "lb/lb_policy.h"
+#include "xds/routing/route_selection.h"
 
 namespace uxds::client_internal {
 
@@ -16,14 +17,10 @@ bool FastMatch(std::string_view text, std::string_view value, bool prefix) {
   return prefix ? text.starts_with(value) : text == value;
 }
 
-bool NeverVisible(std::string_view name) {
-  return name.ends_with("-bin") || name.starts_with("grpc-") || name.starts_with(':');
-}
-
 }  // namespace
 
 uint32_t CompiledRoutes::Intern(std::string_view name) {
-  if (NeverVisible(name)) return kNeverVisible;
+  if (routing::HiddenFromMatching(name)) return kNeverVisible;
   if (name == "content-type") return kContentType;
   auto found = std::find(header_names_.begin(), header_names_.end(), name);
   if (found != header_names_.end()) return static_cast<uint32_t>(found - header_names_.begin());

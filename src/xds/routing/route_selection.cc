@@ -9,14 +9,16 @@
 
 namespace uxds::routing {
 
-std::optional<std::string> HeaderValueForMatching(std::span<const PickHeader> headers,
-                                                  std::string_view name) {
+bool HiddenFromMatching(std::string_view name) {
   // A28: "we will explicitly exclude headers with a -bin suffix from
   // matching"; only custom metadata is visible, so neither pseudo-headers
   // nor gRPC's reserved grpc-* names (grpc-timeout, grpc-encoding, ...) are.
-  if (name.ends_with("-bin") || name.starts_with("grpc-") || name.starts_with(':')) {
-    return std::nullopt;
-  }
+  return name.ends_with("-bin") || name.starts_with("grpc-") || name.starts_with(':');
+}
+
+std::optional<std::string> HeaderValueForMatching(std::span<const PickHeader> headers,
+                                                  std::string_view name) {
+  if (HiddenFromMatching(name)) return std::nullopt;
   // A28: "xDS route selection will assume a hard-coded value of
   // application/grpc".
   if (name == "content-type") return std::string("application/grpc");

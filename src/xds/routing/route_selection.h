@@ -24,6 +24,10 @@ struct RpcView {
   std::span<const PickHeader> headers;
 };
 
+// A28: names matchers never see: "-bin" suffixes, gRPC's reserved "grpc-"
+// names and pseudo-headers (":path").
+bool HiddenFromMatching(std::string_view name);
+
 // A28: the value header matchers and hash policies see for `name`: the
 // values of every header of that name joined with ','; "content-type" is
 // always "application/grpc" (what gRPC sends); names ending in "-bin",
