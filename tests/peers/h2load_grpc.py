@@ -23,7 +23,8 @@ output shows the trailers, and its grpc-status is reported as
 grpc_status_probe; errors that only happen under load stay invisible to
 h2load.
 
-Importable: run_h2load_grpc(...) returns the same dict.
+Importable: run_h2load_grpc(...) returns the same dict; run_h2load(...) is the
+same load for any URL (GET, or POST of a file), e.g. a static file server.
 """
 
 import argparse
@@ -109,6 +110,63 @@ def probe_grpc_status(url, body_path, headers):
     return int(m.group(1)) if m else None
 
 
+def latency_percentiles(log_path):
+    """p50/p90/p99/p99.9 (microseconds) of the requests h2load logged.
+
+    h2load --log-file writes one line per request of the measured period
+    (warm-up requests are not logged): start time, HTTP status, duration in
+    microseconds, tab-separated. None when nothing was logged.
+    """
+    durations = []
+    with open(log_path) as f:
+        for line in f:
+            fields = line.split("\t")
+            if len(fields) >= 3:
+                durations.append(int(fields[2]))
+    if not durations:
+        return None
+    durations.sort()
+
+    def at(fraction):
+        return durations[min(len(durations) - 1, int(fraction * len(durations)))]
+
+    return {"p50": at(0.50), "p90": at(0.90), "p99": at(0.99), "p999": at(0.999)}
+
+
+def run_h2load(url, seconds=5.0, warm_up_seconds=1.0, connections=1, streams=10, threads=1,
+               body_path=None, headers=(), percentiles=False):
+    """h2load against url for a measured period; its figures as a dict.
+
+    With body_path each request is a POST of that file, else a GET. With
+    percentiles, every request's latency is logged and the dict gains
+    latency_percentiles_us (see latency_percentiles()).
+    """
+    argv = [
+        "h2load",
+        f"--duration={round(seconds * 1000)}ms",
+        f"--warm-up-time={round(warm_up_seconds * 1000)}ms",
+        f"--clients={connections}",
+        f"--max-concurrent-streams={streams}",
+        f"--threads={threads}",
+    ]
+    if body_path:
+        argv.append(f"--data={body_path}")  # -d: also makes the method POST
+    for header in headers:
+        argv += ["-H", header]
+    with tempfile.NamedTemporaryFile(prefix="uxds-h2load-", suffix=".log") as log:
+        if percentiles:
+            argv.append(f"--log-file={log.name}")
+        completed = subprocess.run(argv + [url], capture_output=True, text=True,
+                                   timeout=seconds + warm_up_seconds + 60)
+        if completed.returncode != 0:
+            raise RuntimeError(f"h2load exited {completed.returncode}: {completed.stderr.strip()}")
+        result = {"seconds": seconds, "connections": connections, "streams": streams}
+        result.update(parse_h2load_output(completed.stdout))
+        if percentiles:
+            result["latency_percentiles_us"] = latency_percentiles(log.name)
+    return result
+
+
 def run_h2load_grpc(
     target,
     method="UnaryCall",
@@ -121,6 +179,7 @@ def run_h2load_grpc(
     response_size=0,
     tls=False,
     extra_headers=(),
+    percentiles=False,
 ):
     """Runs h2load against target (host:port); returns the parsed figures."""
     if method == "UnaryCall":
@@ -135,27 +194,11 @@ def run_h2load_grpc(
         body.write(grpc_frame(message))
         body.flush()
         probe = probe_grpc_status(url, body.name, headers)
-        argv = [
-            "h2load",
-            f"--duration={round(seconds * 1000)}ms",
-            f"--warm-up-time={round(warm_up_seconds * 1000)}ms",
-            f"--clients={connections}",
-            f"--max-concurrent-streams={streams}",
-            f"--threads={threads}",
-            f"--data={body.name}",  # -d: also makes the method POST
-        ]
-        for header in headers:
-            argv += ["-H", header]
-        completed = subprocess.run(argv + [url], capture_output=True, text=True, timeout=seconds + warm_up_seconds + 60)
-    if completed.returncode != 0:
-        raise RuntimeError(f"h2load exited {completed.returncode}: {completed.stderr.strip()}")
-    result = {
-        "method": method,
-        "seconds": seconds,
-        "connections": connections,
-        "streams": streams,
-    }
-    result.update(parse_h2load_output(completed.stdout))
+        figures = run_h2load(url, seconds=seconds, warm_up_seconds=warm_up_seconds,
+                             connections=connections, streams=streams, threads=threads,
+                             body_path=body.name, headers=headers, percentiles=percentiles)
+    result = {"method": method}
+    result.update(figures)
     result["grpc_status_probe"] = probe
     return result
 

@@ -1,0 +1,179 @@
+"""./dev bench: every figure beside its baseline, in one run, as JSON, a
+Markdown table and PNG charts.
+
+    bench_report.py --build build-bench [--quick] [--out bench/results]
+
+Writes OUT/<date>-<commit>.json (every figure and every raw measurement),
+OUT/latest.md (figure, uxds, baseline, ratio, target, met?) and
+OUT/*.png (bench_charts.py). Steps run one after another, never beside each
+other: the Google Benchmark programs (repetitions randomly interleaved), the
+servers under h2load (rounds alternated between servers), the clients
+(rounds alternated between uxds and gRPC C++). A step that fails is named in
+the report and its figures are marked "not measured"; the exit status is 1
+then, or when a figure misses its target with --strict.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+import gbench  # noqa: E402
+from bench_figures import Figures  # noqa: E402
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+# What each mode runs. Full: ~15 minutes on 2 cores; quick: under 3.
+MODES = {
+    "full": dict(repetitions=10, min_time=None, h2load_rounds=3, h2load_seconds=4.0, h2load_warm_up=1.0,
+                 client_rounds=3, client_seconds=4.0),
+    "quick": dict(repetitions=3, min_time=0.05, h2load_rounds=1, h2load_seconds=1.5, h2load_warm_up=1.0,
+                  client_rounds=1, client_seconds=1.5),
+}
+SHAPES = "1x1,1x10,4x64,100x10"
+CLIENT_CONCURRENCY = "1,16,64"
+# Programs that only serve a measurement elsewhere, not benchmarks.
+NOT_BENCHMARKS = {"cds_response_server", "accept_spread_server"}
+
+
+def log(message):
+    print(f"== {message}", file=sys.stderr, flush=True)
+
+
+def machine():
+    model = ""
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    return {"cpus": os.cpu_count(), "cpu_model": model, "kernel": platform.release(),
+            "load_average_at_start": os.getloadavg()}
+
+
+def git(*args):
+    return subprocess.run(["git", "-C", REPO, *args], capture_output=True, text=True).stdout.strip()
+
+
+def last_json_line(text):
+    for line in reversed(text.splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    raise ValueError("no JSON line in the output")
+
+
+def run_step(name, argv, timeout):
+    log(f"{name}: {' '.join(argv)}")
+    completed = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    # Its table, not its JSON line (that goes into the report).
+    sys.stderr.write("".join(line for line in completed.stdout.splitlines(True) if not line.startswith("{")))
+    if completed.returncode != 0:
+        raise RuntimeError(f"{name} exited {completed.returncode}: {completed.stderr.strip()[-2000:]}")
+    return last_json_line(completed.stdout)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build", default="build-bench")
+    parser.add_argument("--out", default=os.path.join(REPO, "bench", "results"))
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions and rounds (under 3 minutes)")
+    parser.add_argument("--strict", action="store_true", help="exit 1 when a figure misses its target")
+    parser.add_argument("--only", help="comma-separated steps: gbench,servers,clients (default: all)")
+    args = parser.parse_args()
+    mode = MODES["quick" if args.quick else "full"]
+    steps = set((args.only or "gbench,servers,clients").split(","))
+    build = os.path.abspath(args.build)
+    started = time.monotonic()
+    report = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "commit": git("rev-parse", "--short", "HEAD"),
+        "dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+        "mode": "quick" if args.quick else "full",
+        "machine": machine(),
+        "raw": {},
+        "failed_steps": {},
+    }
+
+    if "gbench" in steps:
+        bench_dir = os.path.join(build, "bench")
+        for program in sorted(os.listdir(bench_dir)):
+            path = os.path.join(bench_dir, program)
+            if program in NOT_BENCHMARKS or not os.access(path, os.X_OK) or not os.path.isfile(path):
+                continue
+            log(f"{program} ({mode['repetitions']} repetitions, interleaved)")
+            try:
+                medians = gbench.run(path, mode["repetitions"], mode["min_time"])
+                report["raw"][program] = medians.report
+            except (RuntimeError, ValueError, subprocess.TimeoutExpired) as e:
+                report["failed_steps"][program] = str(e)
+
+    uxds = os.path.join(build, "tools", "uxds", "uxds")
+    peers = os.path.join(build, "tests", "peers")
+    if "servers" in steps:
+        argv = [sys.executable, os.path.join(REPO, "tools", "dev", "h2load_compare.py"), "--uxds", uxds,
+                "--grpc", os.path.join(peers, "grpc_cpp_test_server"), "--shapes", SHAPES,
+                "--loops", "1,2", "--backends", "io_uring,epoll", "--percentiles",
+                "--rounds", str(mode["h2load_rounds"]), "--seconds", str(mode["h2load_seconds"]),
+                "--warm-up-seconds", str(mode["h2load_warm_up"])]
+        h2o = shutil.which("h2o")
+        if h2o:
+            argv += ["--h2o", h2o]
+        else:
+            report["failed_steps"]["h2o"] = "h2o not installed (Debian package h2o): no HTTP/2 ceiling"
+        try:
+            report["raw"]["servers"] = run_step("servers under h2load", argv, timeout=1800)
+        except (RuntimeError, ValueError, subprocess.TimeoutExpired) as e:
+            report["failed_steps"]["servers"] = str(e)
+
+    if "clients" in steps:
+        argv = [sys.executable, os.path.join(REPO, "tools", "dev", "client_compare.py"), "--uxds", uxds,
+                "--grpc-client", os.path.join(peers, "grpc_cpp_xds_client"),
+                "--concurrency", CLIENT_CONCURRENCY, "--rounds", str(mode["client_rounds"]),
+                "--seconds", str(mode["client_seconds"])]
+        try:
+            report["raw"]["clients"] = run_step("clients through xds:///", argv, timeout=1800)
+        except (RuntimeError, ValueError, subprocess.TimeoutExpired) as e:
+            report["failed_steps"]["clients"] = str(e)
+
+    report["machine"]["load_average_at_end"] = os.getloadavg()
+    report["elapsed_s"] = round(time.monotonic() - started, 1)
+    figures = Figures(report["raw"], report["failed_steps"])
+    report["figures"] = figures.build()
+    write(args.out, report, figures)
+    missed = [f["figure"] for f in report["figures"] if f["met"] is False]
+    unmeasured = [f["figure"] for f in report["figures"] if f["uxds"] is None]
+    for name in missed:
+        log(f"missed target: {name}")
+    for name, error in report["failed_steps"].items():
+        log(f"step failed: {name}: {error.splitlines()[0] if error else ''}")
+    if report["failed_steps"] or unmeasured:
+        return 1
+    return 1 if args.strict and missed else 0
+
+
+def write(out, report, figures):
+    os.makedirs(out, exist_ok=True)
+    charts = []
+    try:
+        import bench_charts
+
+        charts = bench_charts.write_all(out, report, figures)
+    except ImportError as e:
+        report["failed_steps"]["charts"] = f"{e} (Debian package python3-matplotlib)"
+    report["charts"] = [name for name, _ in charts]
+    json_path = os.path.join(out, f"{report['date'][:10]}-{report['commit']}.json")
+    with open(json_path, "w") as f:
+        json.dump(report, f, indent=1)
+    with open(os.path.join(out, "latest.md"), "w") as f:
+        f.write(figures.markdown(report, os.path.basename(json_path), charts))
+    log(f"wrote {json_path}, {os.path.join(out, 'latest.md')} and {len(charts)} charts "
+        f"({report['elapsed_s']:.0f} s)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
