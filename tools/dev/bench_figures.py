@@ -25,6 +25,15 @@ def target_text(t, unit):
     return f"{what} ({t['source']})"
 
 
+def gbench_source(program, name):
+    return {"kind": "gbench", "program": program, "name": name}
+
+
+def server_source(backend, loops, shape):
+    connections, streams = (int(n) for n in shape.split("x"))
+    return {"kind": "server", "backend": backend, "loops": loops, "connections": connections, "streams": streams}
+
+
 def fmt(value):
     if value is None:
         return "–"
@@ -69,11 +78,13 @@ class Figures:
 
     # Rows --------------------------------------------------------------------
 
-    def add(self, group, figure, unit, uxds, baseline_name="", baseline=None, goal=None, note=""):
+    def add(self, group, figure, unit, uxds, baseline_name="", baseline=None, goal=None, note="", profile=None):
         """uxds and baseline are callables so that one missing measurement marks
-        only its own row "not measured"."""
+        only its own row "not measured". profile says what to profile when the
+        target is missed: gbench_source() or server_source()."""
         row = {"group": group, "figure": figure, "unit": unit, "uxds": None, "baseline_name": baseline_name,
-               "baseline": None, "ratio": None, "target": goal, "met": None, "note": note}
+               "baseline": None, "ratio": None, "target": goal, "met": None, "note": note,
+               "profile_source": profile}
         try:
             row["uxds"] = uxds()
             if baseline is not None:
@@ -108,10 +119,10 @@ class Figures:
                      lambda s=size: self.gb("ring_pick_bench").real_ns(f"BM_HashAndPick/{s}"),
                      "binary search over the same ring",
                      lambda s=size: self.gb("ring_pick_bench").real_ns(f"BM_HashAndBinarySearch/{s}"), goal,
-                     note=self.floor_note(size))
+                     note=self.floor_note(size), profile=gbench_source("ring_pick_bench", f"BM_HashAndPick/{size}"))
         self.add(g, "ring build, 1000 weighted endpoints into 4096", "µs",
                  lambda: self.gb("ring_pick_bench").real_ns("BM_RingBuild") / 1e3,
-                 goal=target("uxds", "<=", 100, "#7"))
+                 goal=target("uxds", "<=", 100, "#7"), profile=gbench_source("ring_pick_bench", "BM_RingBuild"))
 
     def floor_note(self, size):
         try:
@@ -127,7 +138,7 @@ class Figures:
                  lambda: self.gb(bench).real_ns("BM_CallRouteHashPick"),
                  "the call path before routes were compiled",
                  lambda: self.gb(bench).real_ns("BM_CallRouteHashPickAsBefore"),
-                 target("uxds", "<=", 60, "#25"))
+                 target("uxds", "<=", 60, "#25"), profile=gbench_source(bench, "BM_CallRouteHashPick"))
         self.add(g, "allocations per call on that path", "allocs",
                  lambda: self.gb(bench).counter("BM_CallRouteHashPick", "allocs_per_call"),
                  "before",
@@ -147,7 +158,7 @@ class Figures:
         self.add(g, "picks/s through a PickerSlot, 2 threads", "M/s",
                  lambda: rate("BM_PickThroughSlot/threads:2"),
                  "the same slot, 1 thread", lambda: rate("BM_PickThroughSlot/threads:1"),
-                 target("ratio", ">=", 1.8, "#7"),
+                 target("ratio", ">=", 1.8, "#7"), profile=gbench_source(bench, "BM_PickThroughSlot/threads:2"),
                  note="ceiling: two private pickers reach "
                       + self.safe(lambda: fmt(rate("BM_PickPrivatePicker/threads:2")) + " M/s"))
 
@@ -174,13 +185,16 @@ class Figures:
                      lambda s=shape: rps(s, GRPC))
             self.add(g, f"{label}: uxds io_uring, 2 loops", "req/s",
                      lambda s=shape: rps(s, "uxds-io_uring-2loop"), "gRPC C++ 1.51 server",
-                     lambda s=shape: rps(s, GRPC), target("ratio", ">=", 3.5, "#25") if wide else None)
+                     lambda s=shape: rps(s, GRPC), target("ratio", ">=", 3.5, "#25") if wide else None,
+                     profile=server_source("io_uring", 2, shape))
             self.add(g, f"{label}: uxds epoll, 1 loop", "req/s",
                      lambda s=shape: rps(s, "uxds-epoll-1loop"), "uxds io_uring, 1 loop",
-                     lambda s=shape: rps(s, "uxds-io_uring-1loop"), target("ratio", ">=", 0.85, "#13"))
+                     lambda s=shape: rps(s, "uxds-io_uring-1loop"), target("ratio", ">=", 0.85, "#13"),
+                     profile=server_source("epoll", 1, shape))
             self.add(g, f"{label}: uxds io_uring, 1 loop, against the HTTP/2 ceiling", "req/s",
                      lambda s=shape: rps(s, "uxds-io_uring-1loop"), "h2o, 1 thread, 5-byte static file",
-                     lambda s=shape: rps(s, H2O), target("ratio", ">=", 0.6, "#25"))
+                     lambda s=shape: rps(s, H2O), target("ratio", ">=", 0.6, "#25"),
+                     profile=server_source("io_uring", 1, shape))
             for p in ("p50", "p99"):
                 self.add(g, f"{label}: {p} latency, uxds io_uring, 1 loop", "µs",
                          lambda s=shape, q=p: latency(s, "uxds-io_uring-1loop", q), "gRPC C++ 1.51 server",
@@ -223,7 +237,7 @@ class Figures:
             name = f"BM_OneCdsResponse/clusters:{n}/lookup:0"
             self.add(g, f"CDS {n:,} Clusters: time per Cluster to its watcher", "µs",
                      lambda nm=name: self.gb(bench).counter(nm, "us_per_cluster"),
-                     goal=target("uxds", "<=", 5, "#10"))
+                     goal=target("uxds", "<=", 5, "#10"), profile=gbench_source(bench, name))
             self.add(g, f"CDS {n:,} Clusters: longest control-loop stall", "ms",
                      lambda nm=name: self.gb(bench).counter(nm, "worst_stall_ms"))
             self.add(g, f"CDS {n:,} Clusters: peak RSS", "MB",
@@ -235,7 +249,8 @@ class Figures:
         for chains in (1, 10, 100, 1000):
             self.add(g, f"filter chain match, {chains} chains", "ns",
                      lambda c=chains: self.gb(bench).real_ns(f"BM_SelectFilterChain/chains:{c}"),
-                     goal=target("uxds", "<=", 200, "#8") if chains == 100 else None)
+                     goal=target("uxds", "<=", 200, "#8") if chains == 100 else None,
+                     profile=gbench_source(bench, f"BM_SelectFilterChain/chains:{chains}"))
         self.add(g, "decode + validate a 1000-chain Listener", "ms",
                  lambda: self.gb(bench).real_ns("BM_DecodeListener/chains:1000") / 1e6)
         self.add(g, "build the matcher for it", "ms",
@@ -283,6 +298,15 @@ class Figures:
             figure = r["figure"] + (f" — {r['note']}" if r["note"] else "")
             ratio = fmt(r["ratio"]) if r["ratio"] is not None else "–"
             lines.append(f"| {figure} | {uxds} | {base} | {ratio} | {target_text(r['target'], r['unit'])} | {met} |")
+        profiled = [r for r in missed if r.get("profile") or r.get("profile_error")]
+        if profiled:
+            lines += ["", "## Where the time goes in the missed targets", "",
+                      "`perf record` of the benchmark alone (or of the uxds server under that h2load shape); "
+                      "self time of the hottest symbols.", ""]
+            for r in profiled:
+                lines.append(f"- **{r['figure']}**: " + (
+                    "; ".join(f"{pct:.1f} % `{sym}` ({obj})" for pct, sym, obj in r["profile"])
+                    if r.get("profile") else f"no profile: {r['profile_error']}"))
         if charts:
             lines += ["", "## Charts", ""]
             lines += [f"![{title}]({name})" for name, title in charts]

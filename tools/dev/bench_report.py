@@ -23,6 +23,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
+import bench_profile  # noqa: E402
 import gbench  # noqa: E402
 from bench_figures import Figures  # noqa: E402
 
@@ -84,6 +85,8 @@ def main():
     parser.add_argument("--quick", action="store_true", help="fewer repetitions and rounds (under 3 minutes)")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a figure misses its target")
     parser.add_argument("--only", help="comma-separated steps: gbench,servers,clients (default: all)")
+    parser.add_argument("--profile", choices=["yes", "no"],
+                        help="perf-profile each missed target (default: yes for a full run, no for --quick)")
     args = parser.parse_args()
     mode = MODES["quick" if args.quick else "full"]
     steps = set((args.only or "gbench,servers,clients").split(","))
@@ -144,6 +147,8 @@ def main():
     report["elapsed_s"] = round(time.monotonic() - started, 1)
     figures = Figures(report["raw"], report["failed_steps"])
     report["figures"] = figures.build()
+    if (args.profile or ("no" if args.quick else "yes")) == "yes":
+        profile_missed(report, build, uxds)
     write(args.out, report, figures)
     missed = [f["figure"] for f in report["figures"] if f["met"] is False]
     unmeasured = [f["figure"] for f in report["figures"] if f["uxds"] is None]
@@ -154,6 +159,28 @@ def main():
     if report["failed_steps"] or unmeasured:
         return 1
     return 1 if args.strict and missed else 0
+
+
+def profile_missed(report, build, uxds):
+    """A profile for each missed target that names its source."""
+    if not bench_profile.available():
+        report["failed_steps"]["profiles"] = "perf not installed (Debian package linux-perf)"
+        return
+    for row in report["figures"]:
+        source = row.get("profile_source")
+        if row["met"] is not False or not source:
+            continue
+        log(f"profiling: {row['figure']}")
+        try:
+            if source["kind"] == "gbench":
+                program = source["program"]
+                run_name = gbench.Medians(program, report["raw"][program]).get(source["name"])["run_name"]
+                row["profile"] = bench_profile.profile_benchmark(os.path.join(build, "bench", program), run_name)
+            else:
+                row["profile"] = bench_profile.profile_server(uxds, source["backend"], source["loops"],
+                                                              source["connections"], source["streams"])
+        except (RuntimeError, KeyError, subprocess.TimeoutExpired) as e:
+            row["profile_error"] = str(e)
 
 
 def write(out, report, figures):
