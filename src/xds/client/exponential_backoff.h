@@ -4,7 +4,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <random>
 
 namespace uxds::xds_internal {
 
@@ -30,7 +29,9 @@ class ExponentialBackoff {
   Options options_;
   bool next_is_initial_ = true;
   double current_ms_ = 0;
-  std::mt19937_64 random_;
+  // splitmix64 state for the jitter: 8 bytes, seeded per backoff from a
+  // per-thread source (every subchannel has a backoff; see the .cc).
+  uint64_t random_state_;
 };
 
 }  // namespace uxds::xds_internal

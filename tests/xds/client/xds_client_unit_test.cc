@@ -2,8 +2,10 @@
 // backoff, and the parts of the client API that fail before any stream.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
+#include <set>
 
 #include "test_resource_types.h"
 #include "uxds/loop.h"
@@ -92,6 +94,25 @@ TEST(ExponentialBackoffTest, GrowsByTheMultiplierUpToTheMaximumWithJitter) {
   const auto after_reset = backoff.NextDelay().count();
   EXPECT_GE(after_reset, 799);
   EXPECT_LE(after_reset, 1201);
+}
+
+// Backoffs made one after another (a subchannel per endpoint) must not
+// retry in step: each draws its own jitter, spread over the whole range.
+TEST(ExponentialBackoffTest, BackoffsMadeTogetherSpreadTheirFirstDelays) {
+  int64_t lowest = 1'000'000, highest = 0;
+  std::set<int64_t> distinct;
+  for (int i = 0; i < 1000; ++i) {
+    ExponentialBackoff backoff({milliseconds(1000), 1.6, 0.2, milliseconds(120'000)});
+    const int64_t delay = backoff.NextDelay().count();
+    lowest = std::min(lowest, delay);
+    highest = std::max(highest, delay);
+    distinct.insert(delay);
+  }
+  EXPECT_GE(lowest, 800);
+  EXPECT_LE(highest, 1200);
+  EXPECT_LT(lowest, 820);
+  EXPECT_GT(highest, 1180);
+  EXPECT_GT(distinct.size(), 300u);
 }
 
 TEST(ExponentialBackoffTest, WithoutJitterTheDelaysAreExact) {
