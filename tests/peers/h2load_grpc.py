@@ -29,6 +29,7 @@ same load for any URL (GET, or POST of a file), e.g. a static file server.
 
 import argparse
 import json
+import math
 import re
 import subprocess
 import sys
@@ -111,24 +112,26 @@ def probe_grpc_status(url, body_path, headers):
 
 
 def latency_percentiles(log_path):
-    """p50/p90/p99/p99.9 (microseconds) of the requests h2load logged.
+    """p50/p90/p99/p99.9 (microseconds, nearest rank) of the requests h2load
+    logged that got a 2xx response.
 
     h2load --log-file writes one line per request of the measured period
-    (warm-up requests are not logged): start time, HTTP status, duration in
-    microseconds, tab-separated. None when nothing was logged.
+    (warm-up requests are not logged): start time, HTTP status (-1 when the
+    request failed), duration in microseconds, tab-separated. None when no
+    request succeeded.
     """
     durations = []
     with open(log_path) as f:
         for line in f:
             fields = line.split("\t")
-            if len(fields) >= 3:
+            if len(fields) >= 3 and fields[1].startswith("2"):
                 durations.append(int(fields[2]))
     if not durations:
         return None
     durations.sort()
 
     def at(fraction):
-        return durations[min(len(durations) - 1, int(fraction * len(durations)))]
+        return durations[max(0, math.ceil(fraction * len(durations)) - 1)]
 
     return {"p50": at(0.50), "p90": at(0.90), "p99": at(0.99), "p999": at(0.999)}
 

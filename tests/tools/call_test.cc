@@ -145,6 +145,22 @@ TEST_F(CallToolTest, PrintsOneLinePerCallAndASummary) {
   EXPECT_LE(latency["p99"].get<int64_t>(), latency["max"].get<int64_t>());
 }
 
+// --summary-only (what benchmarks use for 10^5 calls): the summary line
+// alone, counting every call as the per-call lines would have.
+TEST_F(CallToolTest, SummaryOnlyPrintsTheSummaryAlone) {
+  ServeRoutes();
+  ToolRun run = RunTool(UXDS_TOOL_PATH, {"call", "--bootstrap", bootstrap_, "xds:///svc", "-n",
+                                         "30", "--concurrency", "3", "--summary-only"});
+  EXPECT_EQ(run.exit_code, 0);
+  std::vector<json> lines = Parse(run);
+  ASSERT_EQ(lines.size(), 1u);
+  const json& summary = lines[0]["summary"];
+  EXPECT_EQ(summary["calls"], 30);
+  EXPECT_EQ(summary["by_status"], json({{"OK", 30}}));
+  EXPECT_EQ(summary["by_backend"]["host-0"].get<int>() + summary["by_backend"]["host-1"].get<int>(),
+            30);
+}
+
 // --method routes like an application's call; without a hostname in the
 // response, the backend is the address the call went to.
 TEST_F(CallToolTest, MethodIsRoutedAndBackendFallsBackToTheAddress) {

@@ -17,13 +17,15 @@ SERVERS = [("uxds-io_uring-1loop", "uxds io_uring, 1 loop"), ("uxds-io_uring-2lo
            ("uxds-epoll-1loop", "uxds epoll, 1 loop"), (GRPC, "gRPC C++ 1.51"), (H2O, "h2o static file (ceiling)")]
 
 
-def write_all(out, report, figures):
+def write_all(out, report):
     """Writes every chart it has data for; returns [(file name, title)]."""
     charts = []
     for fn in (ring_chart, server_rps_chart, server_latency_chart, client_chart):
         try:
             made = fn(out, report["raw"])
-        except (KeyError, TypeError, ValueError):
+        except Exception as e:  # missing data or a plotting error: that chart only
+            report["failed_steps"][f"chart {fn.__name__}"] = f"{type(e).__name__}: {e}"
+            plt.close("all")
             made = None
         if made:
             charts.append(made)

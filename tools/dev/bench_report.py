@@ -18,6 +18,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -68,14 +69,32 @@ def last_json_line(text):
     raise ValueError("no JSON line in the output")
 
 
-def run_step(name, argv, timeout):
+def run_step(name, argv, timeout, failed_steps):
+    """Runs a compare script; its JSON line, even when it exits 1 because
+    some run failed (those runs left no figure, and the failure is kept in
+    failed_steps). The script gets its own process group, so that a timeout
+    also ends the servers and clients it started."""
     log(f"{name}: {' '.join(argv)}")
-    completed = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
-    # Its table, not its JSON line (that goes into the report).
-    sys.stderr.write("".join(line for line in completed.stdout.splitlines(True) if not line.startswith("{")))
-    if completed.returncode != 0:
-        raise RuntimeError(f"{name} exited {completed.returncode}: {completed.stderr.strip()[-2000:]}")
-    return last_json_line(completed.stdout)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        failed_steps[name] = f"timed out after {timeout} s"
+        return None
+    # Its table and its errors, not its JSON line (that goes into the report).
+    sys.stderr.write("".join(line for line in stdout.splitlines(True) if not line.startswith("{")))
+    sys.stderr.write(stderr[-4000:])
+    try:
+        result = last_json_line(stdout)
+    except ValueError:
+        result = None
+    if proc.returncode != 0:
+        errors = [line for line in stderr.splitlines() if line.strip()][-5:]
+        failed_steps[name] = f"exited {proc.returncode}: " + " | ".join(errors)
+    return result
 
 
 def main():
@@ -128,20 +147,18 @@ def main():
             argv += ["--h2o", h2o]
         else:
             report["failed_steps"]["h2o"] = "h2o not installed (Debian package h2o): no HTTP/2 ceiling"
-        try:
-            report["raw"]["servers"] = run_step("servers under h2load", argv, timeout=1800)
-        except (RuntimeError, ValueError, subprocess.TimeoutExpired) as e:
-            report["failed_steps"]["servers"] = str(e)
+        servers = run_step("servers", argv, 1800, report["failed_steps"])
+        if servers is not None:
+            report["raw"]["servers"] = servers
 
     if "clients" in steps:
         argv = [sys.executable, os.path.join(REPO, "tools", "dev", "client_compare.py"), "--uxds", uxds,
                 "--grpc-client", os.path.join(peers, "grpc_cpp_xds_client"),
                 "--concurrency", CLIENT_CONCURRENCY, "--rounds", str(mode["client_rounds"]),
                 "--seconds", str(mode["client_seconds"])]
-        try:
-            report["raw"]["clients"] = run_step("clients through xds:///", argv, timeout=1800)
-        except (RuntimeError, ValueError, subprocess.TimeoutExpired) as e:
-            report["failed_steps"]["clients"] = str(e)
+        clients = run_step("clients", argv, 1800, report["failed_steps"])
+        if clients is not None:
+            report["raw"]["clients"] = clients
 
     report["machine"]["load_average_at_end"] = os.getloadavg()
     report["elapsed_s"] = round(time.monotonic() - started, 1)
@@ -151,7 +168,8 @@ def main():
         profile_missed(report, build, uxds)
     write(args.out, report, figures)
     missed = [f["figure"] for f in report["figures"] if f["met"] is False]
-    unmeasured = [f["figure"] for f in report["figures"] if f["uxds"] is None]
+    unmeasured = [f["figure"] for f in report["figures"]
+                  if f["uxds"] is None or (f["baseline_name"] and f["baseline"] is None)]
     for name in missed:
         log(f"missed target: {name}")
     for name, error in report["failed_steps"].items():
@@ -179,27 +197,34 @@ def profile_missed(report, build, uxds):
             else:
                 row["profile"] = bench_profile.profile_server(uxds, source["backend"], source["loops"],
                                                               source["connections"], source["streams"])
-        except (RuntimeError, KeyError, subprocess.TimeoutExpired) as e:
-            row["profile_error"] = str(e)
+        except Exception as e:  # a profile is extra: its failure must not lose the report
+            row["profile_error"] = f"{type(e).__name__}: {e}"
 
 
 def write(out, report, figures):
+    """The JSON and the table first, then the charts (and the table again
+    with them): a chart that fails loses nothing measured."""
     os.makedirs(out, exist_ok=True)
-    charts = []
+    json_path = os.path.join(out, f"{report['date'][:10]}-{report['commit']}.json")
+    table_path = os.path.join(out, "latest.md")
+
+    def save(charts):
+        report["charts"] = [name for name, _ in charts]
+        with open(json_path, "w") as f:
+            json.dump(report, f, indent=1)
+        with open(table_path, "w") as f:
+            f.write(figures.markdown(report, os.path.basename(json_path), charts))
+
+    save([])
     try:
         import bench_charts
 
-        charts = bench_charts.write_all(out, report, figures)
+        charts = bench_charts.write_all(out, report)
     except ImportError as e:
         report["failed_steps"]["charts"] = f"{e} (Debian package python3-matplotlib)"
-    report["charts"] = [name for name, _ in charts]
-    json_path = os.path.join(out, f"{report['date'][:10]}-{report['commit']}.json")
-    with open(json_path, "w") as f:
-        json.dump(report, f, indent=1)
-    with open(os.path.join(out, "latest.md"), "w") as f:
-        f.write(figures.markdown(report, os.path.basename(json_path), charts))
-    log(f"wrote {json_path}, {os.path.join(out, 'latest.md')} and {len(charts)} charts "
-        f"({report['elapsed_s']:.0f} s)")
+        charts = []
+    save(charts)
+    log(f"wrote {json_path}, {table_path} and {len(charts)} charts ({report['elapsed_s']:.0f} s)")
 
 
 if __name__ == "__main__":

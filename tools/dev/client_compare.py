@@ -53,7 +53,8 @@ string keys:
               "p50_us": {conc: ...}, "p99_us": {conc: ...},
               "start_to_first_call_ms": uxds/gRPC},
    "runs": {name: {conc: [{"calls_per_s", "cpu_us_per_call", "p50_us",
-                           "p99_us"}, ...], "start": [{"ms", "cpu_ms"}, ...]}},
+                           "p99_us"} or {} for a run with a failed call, ...],
+                   "start": [{"ms", "cpu_ms"} of each run whose call succeeded]}},
    "errors": {name: count}}                    # failed calls, bad exits
 Exit status 0 when every call of every run succeeded, 1 otherwise.
 """
@@ -199,8 +200,10 @@ class Clients:
                 "--deadline-ms", deadline, "--response-size", "0", f"xds:///{TARGET}"]
 
     def run(self, name, calls, concurrency):
-        """One run: (summary, CPU seconds, wall seconds); failures are counted
-        in self.errors and reported on stderr."""
+        """One run: (summary, CPU seconds, wall seconds); the summary is None
+        unless every call succeeded (a failed call can end sooner than a
+        served one, so a run with failures gives no figure). Failures are
+        counted in self.errors and reported on stderr."""
         timeout = 120 + calls / 1000  # even a slow client makes 1000 calls/s
         summary, code, cpu, wall, stderr = run_client(self.argv(name, calls, concurrency), self.env,
                                                       timeout)
@@ -212,6 +215,7 @@ class Clients:
             self.errors[name] += max(failed, 1)
             sys.stderr.write(f"{name} --concurrency {concurrency} -n {calls}: exit {code}, "
                              f"{failed} failed: {json.dumps(summary)}\n{stderr[-2000:]}\n")
+            return None, cpu, wall
         return summary, cpu, wall
 
 
@@ -260,9 +264,16 @@ def main():
         calls, runs, starts = measure(args, clients, names, concurrencies)
     finally:
         for proc in (control_plane, backend):
-            if proc is not None:
+            if proc is not None and proc.poll() is None:
                 proc.terminate()
+        for proc in (control_plane, backend):
+            if proc is None:
+                continue
+            try:
                 proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
         shutil.rmtree(workdir, ignore_errors=True)
     return report(args, clients, names, concurrencies, calls, runs, starts)
 
@@ -289,8 +300,8 @@ def measure(args, clients, names, concurrencies):
         order = names if round_index % 2 == 0 else names[::-1]
         for name in order:
             summary, cpu, wall = clients.run(name, 1, 1)
-            starts[name].append({"ms": round(wall * 1000, 2), "cpu_ms": round(cpu * 1000, 2),
-                                 "ok": bool(summary) and summary["by_status"].get("OK") == 1})
+            if summary is not None:  # only a run whose call succeeded measures the start
+                starts[name].append({"ms": round(wall * 1000, 2), "cpu_ms": round(cpu * 1000, 2)})
         for c in concurrencies:
             for name in order:
                 summary, cpu, _ = clients.run(name, calls[c], c)

@@ -60,6 +60,20 @@ def start(argv, env=None):
     raise RuntimeError(f"{argv[0]} did not print its port")
 
 
+def stop(processes):
+    """SIGTERM to every process, then a wait for each (SIGKILL after 10 s):
+    one that hangs does not keep the others running."""
+    for proc in processes:
+        if proc.poll() is None:
+            proc.terminate()
+    for proc in processes:
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -117,6 +131,8 @@ def main():
                         help="uxds serving loops to run (`test-server --loops`), comma-separated;"
                              " with more than one value each server is named uxds-BACKEND-Nloop")
     parser.add_argument("--percentiles", action="store_true", help="p50/p99 latency from h2load's request log")
+    parser.add_argument("--latency-rounds", type=int, default=1,
+                        help="rounds, after the rate rounds, that log requests for --percentiles")
     args = parser.parse_args()
 
     shapes = parse_shapes(args)
@@ -132,40 +148,60 @@ def main():
                 servers[name] = start([args.uxds, "test-server", "--loops", str(loops)], env=env)
         servers[GRPC_NAME] = start([args.grpc])
         if args.h2o:
-            servers[H2O_NAME] = start_h2o(args.h2o, workdir.name)
+            try:
+                servers[H2O_NAME] = start_h2o(args.h2o, workdir.name)
+            except (RuntimeError, OSError) as e:  # the ceiling is missing, not the figures
+                print(f"  error: {e}", file=sys.stderr)
         result = measure(args, shapes, servers)
     finally:
-        for proc, _ in servers.values():
-            proc.terminate()
-            proc.wait(timeout=10)
+        stop([proc for proc, _ in servers.values()])
         workdir.cleanup()
     report(args, shapes, list(servers), loop_counts, backends, *result)
     return 0 if sum(result[2].values()) == 0 else 1
 
 
 def measure(args, shapes, servers):
-    """Alternating rounds: every shape, every server, then again."""
+    """Alternating rounds: every shape, every server, then again. Requests/s
+    come from the first --rounds; with --percentiles, latency from
+    --latency-rounds more, whose requests h2load logs one by one (a write per
+    request would slow the load generator the rates are measured with). A run
+    that fails counts as an error of its server and leaves no figure."""
     rates = {shape: {name: [] for name in servers} for shape in shapes}
     latencies = {shape: {name: [] for name in servers} for shape in shapes}
     errors = {name: 0 for name in servers}
-    for _ in range(args.rounds):
+    problems = []
+    latency_rounds = args.latency_rounds if args.percentiles else 0
+    for round_index in range(args.rounds + latency_rounds):
+        for_latency = round_index >= args.rounds
         for shape in shapes:
             connections, streams = shape
             for name, (_, port) in servers.items():
                 load = dict(seconds=args.seconds, warm_up_seconds=args.warm_up_seconds,
-                            connections=connections, streams=streams, percentiles=args.percentiles)
-                if name == H2O_NAME:
-                    r = run_h2load(f"http://127.0.0.1:{port}/x", **load)
-                else:
-                    r = run_h2load_grpc(f"127.0.0.1:{port}", response_size=args.response_size, **load)
-                    if r["grpc_status_probe"] != 0:
-                        errors[name] += 1
-                rates[shape][name].append(r["requests_per_second"])
-                errors[name] += r["failed"] + r["errored"] + r["timeout"] + r["status_non_2xx"]
-                if r["requests"] == 0:
+                            connections=connections, streams=streams, percentiles=for_latency)
+                try:
+                    if name == H2O_NAME:
+                        r = run_h2load(f"http://127.0.0.1:{port}/x", **load)
+                    else:
+                        r = run_h2load_grpc(f"127.0.0.1:{port}", response_size=args.response_size, **load)
+                except (RuntimeError, ValueError, OSError, subprocess.TimeoutExpired) as e:
                     errors[name] += 1
-                if args.percentiles and r["latency_percentiles_us"]:
+                    problems.append(f"{name} {connections}x{streams}: {e}")
+                    continue
+                failed = r["failed"] + r["errored"] + r["timeout"] + r["status_non_2xx"]
+                if name != H2O_NAME and r["grpc_status_probe"] != 0:
+                    failed += 1
+                if r["requests"] == 0:
+                    failed += 1
+                errors[name] += failed
+                if failed:
+                    problems.append(f"{name} {connections}x{streams}: {failed} failed requests")
+                    continue
+                if for_latency:
                     latencies[shape][name].append(r["latency_percentiles_us"])
+                else:
+                    rates[shape][name].append(r["requests_per_second"])
+    for problem in problems:
+        print(f"  error: {problem}", file=sys.stderr)
     return rates, latencies, errors
 
 
@@ -173,13 +209,14 @@ def report(args, shapes, names, loop_counts, backends, rates, latencies, errors)
     out = {"shapes": [], "medians_rps": {}, "latency_us": {}, "ratios": {}, "runs": {}, "errors": errors}
     for shape in shapes:
         key = f"{shape[0]}x{shape[1]}"
-        medians = {name: statistics.median(v) for name, v in rates[shape].items()}
+        medians = {name: statistics.median(v) if v else None for name, v in rates[shape].items()}
         print(f"h2load, {shape[0]} connection(s) x {shape[1]} streams, {args.response_size} B gRPC"
               f" responses, {args.rounds} rounds of {args.seconds:g} s")
         lat = {}
         for name in names:
             runs = ", ".join(f"{v:,.0f}" for v in rates[shape][name])
-            line = f"  {name:22s} median {medians[name]:>10,.0f} req/s   runs: {runs}   errors: {errors[name]}"
+            median = "–" if medians[name] is None else f"{medians[name]:,.0f}"
+            line = f"  {name:22s} median {median:>10} req/s   runs: {runs}   errors: {errors[name]}"
             if latencies[shape][name]:
                 lat[name] = {p: statistics.median(r[p] for r in latencies[shape][name]) for p in ("p50", "p99")}
                 line += f"   p50 {lat[name]['p50']:,.0f} us  p99 {lat[name]['p99']:,.0f} us"
@@ -187,7 +224,7 @@ def report(args, shapes, names, loop_counts, backends, rates, latencies, errors)
         ratios = {}
 
         def over(a, b):
-            return medians[a] / medians[b] if medians[b] else None
+            return medians[a] / medians[b] if medians[a] is not None and medians[b] else None
 
         uxds_names = [name for name in names if name.startswith("uxds-")]
         for name in uxds_names:

@@ -1,5 +1,7 @@
 #include "xds/client/exponential_backoff.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <random>
 
@@ -11,9 +13,11 @@ namespace {
 // makes a subchannel, each with a backoff, per endpoint: 10 000 endpoints
 // cost 0.4 s of the control loop before the first picker
 // (xds_scale_bench, BM_EndpointPickerBuild).
+// The process ID is mixed in because a fork() copies the thread's
+// generator: parent and child would otherwise jitter their retries alike.
 uint64_t NextSeed() {
   thread_local std::mt19937_64 seeds(std::random_device{}());
-  return seeds();
+  return seeds() ^ (static_cast<uint64_t>(getpid()) * 0x9e3779b97f4a7c15ULL);
 }
 
 uint64_t SplitMix64(uint64_t& state) {
