@@ -1,6 +1,6 @@
 // Not a benchmark: the gRPC TestService on N loops, its connections spread
 // over them one of two ways, for tools/dev/accept_spread_compare.py to put
-// under the same h2load load (docs/benchmarks.md, "One listening socket per
+// under the same h2load load (docs/performance.md, "One listening socket per
 // loop, or one acceptor").
 //
 //   accept_spread_server --loops N --mode reuseport|acceptor

@@ -367,7 +367,7 @@ void BM_CallRouteHashPick(benchmark::State& state) { RunPicks<&PickNow>(state); 
 void BM_CallRouteHashPickAsBefore(benchmark::State& state) { RunPicks<&PickAsBefore>(state); }
 
 // Compare them in one run with --benchmark_repetitions=N
-// --benchmark_enable_random_interleaving=true (docs/benchmarks.md).
+// --benchmark_enable_random_interleaving=true (docs/performance.md).
 BENCHMARK(BM_CallRouteHashPick)->UseRealTime();
 BENCHMARK(BM_CallRouteHashPickAsBefore)->UseRealTime();
 

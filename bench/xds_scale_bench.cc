@@ -415,7 +415,7 @@ BENCHMARK(BM_EndpointPickerBuild)
 // (RaiseMallocThresholds): on a fresh heap each buffer of the response over
 // 128 KB is a new mmap whose page faults (costly on a VM) made
 // ms_to_watcher four times as long when this ran alone as after the CDS
-// cases (docs/benchmarks.md).
+// cases (docs/performance.md).
 void BM_OneEdsResponse(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
   malloc_trim(0);

@@ -46,7 +46,7 @@ class ServingLoops {
 // one for each connection by a hash of its addresses, so accepting costs no
 // loop a hop. Measured against one acceptor handing connections to the
 // loops in turn (bench/accept_spread_server with
-// tools/dev/accept_spread_compare.py; figures in docs/benchmarks.md): on 2
+// tools/dev/accept_spread_compare.py; figures in docs/performance.md): on 2
 // loops the acceptor was never faster, 0.86 to 1.00 of SO_REUSEPORT's
 // requests/s under h2load 100x10, 4x64 and 2x64 on both backends. h2load
 // opens its connections before it measures, so what differed was the
