@@ -30,11 +30,11 @@ from bench_figures import Figures  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
-# What each mode runs. Full: ~15 minutes on 2 cores; quick: under 3.
+# What each mode runs. Full: about 12 minutes on 2 cores; quick: under 3.
 MODES = {
-    "full": dict(repetitions=10, min_time=None, h2load_rounds=3, h2load_seconds=4.0, h2load_warm_up=1.0,
-                 client_rounds=3, client_seconds=4.0),
-    "quick": dict(repetitions=3, min_time=0.05, h2load_rounds=1, h2load_seconds=1.5, h2load_warm_up=1.0,
+    "full": dict(repetitions=6, min_time=0.2, h2load_rounds=3, h2load_seconds=3.0, h2load_warm_up=1.0,
+                 client_rounds=3, client_seconds=3.0),
+    "quick": dict(repetitions=3, min_time=0.05, h2load_rounds=1, h2load_seconds=1.0, h2load_warm_up=0.5,
                   client_rounds=1, client_seconds=1.5),
 }
 SHAPES = "1x1,1x10,4x64,100x10"
@@ -128,9 +128,11 @@ def main():
             if program in NOT_BENCHMARKS or not os.access(path, os.X_OK) or not os.path.isfile(path):
                 continue
             log(f"{program} ({mode['repetitions']} repetitions, interleaved)")
+            program_started = time.monotonic()
             try:
                 medians = gbench.run(path, mode["repetitions"], mode["min_time"])
                 report["raw"][program] = medians.report
+                report.setdefault("seconds_per_program", {})[program] = round(time.monotonic() - program_started, 1)
             except (RuntimeError, ValueError, subprocess.TimeoutExpired) as e:
                 report["failed_steps"][program] = str(e)
 
@@ -139,7 +141,7 @@ def main():
     if "servers" in steps:
         argv = [sys.executable, os.path.join(REPO, "tools", "dev", "h2load_compare.py"), "--uxds", uxds,
                 "--grpc", os.path.join(peers, "grpc_cpp_test_server"), "--shapes", SHAPES,
-                "--loops", "1,2", "--backends", "io_uring,epoll", "--percentiles",
+                "--configs", "io_uring:1,io_uring:2,epoll:1", "--percentiles", "--latency-rounds", "1",
                 "--rounds", str(mode["h2load_rounds"]), "--seconds", str(mode["h2load_seconds"]),
                 "--warm-up-seconds", str(mode["h2load_warm_up"])]
         h2o = shutil.which("h2o")

@@ -130,6 +130,9 @@ def main():
     parser.add_argument("--loops", default="1",
                         help="uxds serving loops to run (`test-server --loops`), comma-separated;"
                              " with more than one value each server is named uxds-BACKEND-Nloop")
+    parser.add_argument("--configs",
+                        help="uxds servers as BACKEND:LOOPS, comma-separated (e.g. io_uring:1,io_uring:2,epoll:1);"
+                             " each is named uxds-BACKEND-Nloop; replaces --backends and --loops")
     parser.add_argument("--percentiles", action="store_true", help="p50/p99 latency from h2load's request log")
     parser.add_argument("--latency-rounds", type=int, default=1,
                         help="rounds, after the rate rounds, that log requests for --percentiles")
@@ -138,14 +141,20 @@ def main():
     shapes = parse_shapes(args)
     loop_counts = [int(n) for n in args.loops.split(",")]
     backends = args.backends.split(",")
+    if args.configs:
+        configs = [(c.split(":")[0], int(c.split(":")[1])) for c in args.configs.split(",")]
+        named = [(f"uxds-{b}-{n}loop", b, n) for b, n in configs]
+        loop_counts = sorted({n for _, n in configs})
+        backends = list(dict.fromkeys(b for b, _ in configs))
+    else:
+        named = [(f"uxds-{b}" if len(loop_counts) == 1 else f"uxds-{b}-{n}loop", b, n)
+                 for b in backends for n in loop_counts]
     servers = {}
     workdir = tempfile.TemporaryDirectory(prefix="uxds-h2o-")
     try:
-        for backend in backends:
+        for name, backend, loops in named:
             env = dict(os.environ, UXDS_RUNTIME=backend)
-            for loops in loop_counts:
-                name = f"uxds-{backend}" if len(loop_counts) == 1 else f"uxds-{backend}-{loops}loop"
-                servers[name] = start([args.uxds, "test-server", "--loops", str(loops)], env=env)
+            servers[name] = start([args.uxds, "test-server", "--loops", str(loops)], env=env)
         servers[GRPC_NAME] = start([args.grpc])
         if args.h2o:
             try:
@@ -239,7 +248,8 @@ def report(args, shapes, names, loop_counts, backends, rates, latencies, errors)
                 base = f"uxds-{backend}-{loop_counts[0]}loop"
                 for loops in loop_counts[1:]:
                     name = f"uxds-{backend}-{loops}loop"
-                    ratios[f"{name} / {base}"] = over(name, base)
+                    if name in medians and base in medians:
+                        ratios[f"{name} / {base}"] = over(name, base)
         for label, ratio in ratios.items():
             print(f"  ratio {label}: " + ("–" if ratio is None else f"{ratio:.2f}"))
         out["shapes"].append(key)
