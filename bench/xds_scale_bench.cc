@@ -256,6 +256,15 @@ void ShutDownPool(LoopThread& thread, SubchannelPool& pool) {
   done.get_future().wait();
 }
 
+// What a decoder reads of the bootstrap: one xDS server (never dialled).
+Bootstrap DecodeBootstrap() {
+  Bootstrap bootstrap;
+  XdsServerConfig xds_server;
+  xds_server.server_uri = "127.0.0.1:1";
+  bootstrap.xds_servers.push_back(xds_server);
+  return bootstrap;
+}
+
 // Decode + validate of one ClusterLoadAssignment through the decoder the
 // XdsClient calls for each EDS resource (EndpointResourceType::Decode),
 // without the DiscoveryResponse envelope around it. Only the call is timed:
@@ -263,10 +272,7 @@ void ShutDownPool(LoopThread& thread, SubchannelPool& pool) {
 void BM_DecodeEndpoints(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
   const std::string bytes = EndpointsBytes(ServiceName(0), n, kEndpointsPerLocality);
-  Bootstrap bootstrap;
-  XdsServerConfig xds_server;
-  xds_server.server_uri = "127.0.0.1:1";
-  bootstrap.xds_servers.push_back(xds_server);
+  const Bootstrap bootstrap = DecodeBootstrap();
   const XdsDecodeContext context{bootstrap, bootstrap.xds_servers.front()};
   // The heap as the 100 000-Cluster case left it (some 200 MB of free
   // blocks) made each decode here 1.7 times as long as in a fresh process;
@@ -308,10 +314,7 @@ void BM_DecodeClusters(benchmark::State& state) {
     state.SkipWithError("response does not parse");
     return;
   }
-  Bootstrap bootstrap;
-  XdsServerConfig xds_server;
-  xds_server.server_uri = "127.0.0.1:1";
-  bootstrap.xds_servers.push_back(xds_server);
+  const Bootstrap bootstrap = DecodeBootstrap();
   const XdsDecodeContext context{bootstrap, bootstrap.xds_servers.front()};
   // As in BM_DecodeEndpoints. Without the raised thresholds, the 10 000
   // Clusters' results went back to the kernel after each iteration when
@@ -360,10 +363,7 @@ BENCHMARK(BM_DecodeClusters)
 void BM_EndpointPickerBuild(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
   const std::string bytes = EndpointsBytes(ServiceName(0), n, kEndpointsPerLocality);
-  Bootstrap bootstrap;
-  XdsServerConfig xds_server;
-  xds_server.server_uri = "127.0.0.1:1";
-  bootstrap.xds_servers.push_back(xds_server);
+  const Bootstrap bootstrap = DecodeBootstrap();
   auto decoded =
       EndpointResourceType::Get().Decode({bootstrap, bootstrap.xds_servers.front()}, bytes);
   if (!decoded.resource.ok()) {
