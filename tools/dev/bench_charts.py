@@ -20,7 +20,11 @@ SERVERS = [("uxds-io_uring-1loop", "uxds io_uring, 1 loop"), ("uxds-io_uring-2lo
 def write_all(out, report):
     """Writes every chart it has data for; returns [(file name, title)]."""
     charts = []
-    for fn in (ring_chart, server_rps_chart, server_latency_chart, client_chart):
+    inputs = {ring_chart: "ring_pick_bench", server_rps_chart: "servers", server_latency_chart: "servers",
+              client_chart: "clients"}
+    for fn, needs in inputs.items():
+        if needs not in report["raw"]:  # that step did not run (--only) or failed: noted already
+            continue
         try:
             made = fn(out, report["raw"])
         except Exception as e:  # missing data or a plotting error: that chart only

@@ -250,10 +250,12 @@ class Figures:
                      goal=target("uxds", "<=", 5, "#10"), profile=gbench_source(bench, name))
             self.add(g, f"CDS {n:,} Clusters: longest control-loop stall", "ms",
                      lambda nm=name: self.gb(bench).counter(nm, "worst_stall_ms"))
-        # ru_maxrss is the process's peak over every case it ran so far; with
-        # repetitions interleaved only the largest case's is its own.
-        self.add(g, "CDS 100,000 Clusters: peak RSS of the process", "MB",
-                 lambda: self.gb(bench).counter("BM_OneCdsResponse/clusters:100000/lookup:0", "peak_rss_MB"))
+        # ru_maxrss is a process's peak over every case it ran: each case runs
+        # again alone for it (bench_report.ALONE).
+        for n in (10000, 100000):
+            self.add(g, f"CDS {n:,} Clusters: peak RSS of a process running that case alone", "MB",
+                     lambda c=n: self.gb(f"cds_{c}_alone").counter(
+                         f"BM_OneCdsResponse/clusters:{c}/lookup:0", "peak_rss_MB"))
         eds = "BM_OneEdsResponse/endpoints:10000"
         self.add(g, "EDS 10,000 endpoints: decode + validate", "ms",
                  lambda: self.gb(bench).real_ns("BM_DecodeEndpoints/endpoints:10000") / 1e6)

@@ -39,6 +39,13 @@ MODES = {
 }
 SHAPES = "1x1,1x10,4x64,100x10"
 CLIENT_CONCURRENCY = "1,16,64"
+# Cases run again, each in a process of its own, for a figure the process
+# as a whole reports (ru_maxrss: the peak of every case it ran): name in the
+# report's raw results -> (program, filter).
+ALONE = {
+    "cds_10000_alone": ("xds_scale_bench", "^BM_OneCdsResponse/clusters:10000/lookup:0/"),
+    "cds_100000_alone": ("xds_scale_bench", "^BM_OneCdsResponse/clusters:100000/lookup:0/"),
+}
 # Programs that only serve a measurement elsewhere, not benchmarks.
 NOT_BENCHMARKS = {"cds_response_server", "accept_spread_server"}
 
@@ -135,6 +142,15 @@ def main():
                 report.setdefault("seconds_per_program", {})[program] = round(time.monotonic() - program_started, 1)
             except (RuntimeError, ValueError, subprocess.TimeoutExpired) as e:
                 report["failed_steps"][program] = str(e)
+
+        for name, (program, pattern) in ALONE.items():
+            log(f"{program} {pattern} alone")
+            try:
+                # Two repetitions: Google Benchmark reports a median only then.
+                medians = gbench.run(os.path.join(bench_dir, program), 2, benchmark_filter=pattern)
+                report["raw"][name] = medians.report
+            except (RuntimeError, ValueError, subprocess.TimeoutExpired) as e:
+                report["failed_steps"][name] = str(e)
 
     uxds = os.path.join(build, "tools", "uxds", "uxds")
     peers = os.path.join(build, "tests", "peers")
