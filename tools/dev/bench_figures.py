@@ -34,6 +34,10 @@ def server_source(backend, loops, shape):
     return {"kind": "server", "backend": backend, "loops": loops, "connections": connections, "streams": streams}
 
 
+def client_source(concurrency):
+    return {"kind": "client", "concurrency": concurrency}
+
+
 def fmt(value):
     if value is None:
         return "–"
@@ -218,11 +222,12 @@ class Figures:
             self.add(g, f"calls/s, {conc} in flight", "calls/s",
                      lambda c=conc: figure("calls_per_s", "uxds", c), "gRPC C++ 1.51 xDS client",
                      lambda c=conc: figure("calls_per_s", GRPC, c),
-                     target("ratio", ">=", 4, "#25 asks it of 2 loops; uxds call runs 1") if conc == 64 else None)
+                     target("ratio", ">=", 4, "#25 asks it of 2 loops; uxds call runs 1") if conc == 64 else None,
+                     profile=client_source(conc))
             self.add(g, f"CPU per call, {conc} in flight", "µs",
                      lambda c=conc: figure("cpu_us_per_call", "uxds", c), "gRPC C++ 1.51 xDS client",
                      lambda c=conc: figure("cpu_us_per_call", GRPC, c),
-                     target("ratio", "<=", 1 / 6, "#25") if conc == 64 else None)
+                     target("ratio", "<=", 1 / 6, "#25") if conc == 64 else None, profile=client_source(conc))
             for p in ("p50", "p99"):
                 self.add(g, f"{p} call latency, {conc} in flight", "µs",
                          lambda c=conc, q=p: figure(f"{q}_us", "uxds", c), "gRPC C++ 1.51 xDS client",
@@ -334,7 +339,8 @@ class Figures:
         profiled = [r for r in missed if r.get("profile") or r.get("profile_error")]
         if profiled:
             lines += ["", "## Where the time goes in the missed targets", "",
-                      "`perf record` of the benchmark alone (or of the uxds server under that h2load shape); "
+                      "`perf record` of the benchmark alone, of the uxds server under that h2load shape, or of "
+                      "`uxds call` at that concurrency; "
                       "self time of the hottest symbols.", ""]
             for r in profiled:
                 lines.append(f"- **{r['figure']}**: " + (

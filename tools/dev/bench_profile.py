@@ -87,3 +87,18 @@ def profile_server(uxds, backend, loops, connections, streams, seconds=4.0):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def profile_client(uxds, grpc_client, concurrency, calls=100_000):
+    """`uxds call` through xds:///bench at that concurrency, as
+    client_compare.py runs it (same backend and control plane)."""
+    compare = os.path.join(os.path.dirname(__file__), "client_compare.py")
+    with tempfile.TemporaryDirectory(prefix="uxds-perf-") as tmp:
+        data = os.path.join(tmp, "perf.data")
+        completed = subprocess.run(
+            [sys.executable, compare, "--uxds", uxds, "--grpc-client", grpc_client, "--concurrency",
+             str(concurrency), "--calls", str(calls), "--perf-record", data],
+            capture_output=True, text=True, timeout=900, start_new_session=True)
+        if completed.returncode != 0 or not os.path.exists(data):
+            raise RuntimeError(f"perf record of uxds call failed: {completed.stderr.strip()[-300:]}")
+        return hottest(data)

@@ -212,6 +212,9 @@ def profile_missed(report, build, uxds):
                 program = source["program"]
                 run_name = gbench.Medians(program, report["raw"][program]).get(source["name"])["run_name"]
                 row["profile"] = bench_profile.profile_benchmark(os.path.join(build, "bench", program), run_name)
+            elif source["kind"] == "client":
+                row["profile"] = bench_profile.profile_client(
+                    uxds, os.path.join(build, "tests", "peers", "grpc_cpp_xds_client"), source["concurrency"])
             else:
                 row["profile"] = bench_profile.profile_server(uxds, source["backend"], source["loops"],
                                                               source["connections"], source["streams"])

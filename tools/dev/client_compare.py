@@ -239,6 +239,9 @@ def main():
                         help="about how long the slower client's round lasts (N from a warm-up)")
     parser.add_argument("--calls", type=int, help="calls per run at every concurrency (no warm-up)")
     parser.add_argument("--deadline-ms", type=int, default=5000)
+    parser.add_argument("--perf-record",
+                        help="instead of measuring: one run of `uxds call` (--calls at the first --concurrency)"
+                             " under `perf record`, its data written to this file")
     args = parser.parse_args()
     concurrencies = [int(c) for c in args.concurrency.split(",")]
     names = [UXDS, GRPC]
@@ -261,6 +264,8 @@ def main():
         # Both clients read the file: no inline config left from the caller.
         env.pop("GRPC_XDS_BOOTSTRAP_CONFIG", None)
         clients = Clients(args, env)
+        if args.perf_record:
+            return perf_record(args, env, concurrencies[0])
         calls, runs, starts = measure(args, clients, names, concurrencies)
     finally:
         for proc in (control_plane, backend):
@@ -276,6 +281,18 @@ def main():
                 proc.wait()
         shutil.rmtree(workdir, ignore_errors=True)
     return report(args, clients, names, concurrencies, calls, runs, starts)
+
+
+def perf_record(args, env, concurrency):
+    """Where uxds call's time goes (./dev bench profiles a missed client
+    target with it): the same run as a measured one, under perf."""
+    calls = args.calls or 100_000
+    argv = ["perf", "record", "-q", "-F", "999", "-o", args.perf_record, "--"] + Clients(args, env).argv(
+        UXDS, calls, concurrency)
+    completed = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+    if completed.returncode != 0:
+        sys.stderr.write(completed.stderr[-2000:])
+    return completed.returncode
 
 
 def measure(args, clients, names, concurrencies):
