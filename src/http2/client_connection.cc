@@ -58,7 +58,12 @@ Task<Status> StartSession(Loop& loop, std::unique_ptr<ByteStream> transport,
   // gRPC waits for the server's SETTINGS before calling a connection ready:
   // it proves the peer speaks HTTP/2.
   Status failure = co_await session.WaitForPeerSettings(deadline - Loop::Clock::now());
-  if (failure.ok()) co_return OkStatus();
+  // SETTINGS came, so the handshake succeeded even if a GOAWAY and the close
+  // followed at once (A36: a server drains the connections accepted under
+  // an older Listener, one still in its handshake too). The caller gets a
+  // connection that is already unusable, as gRPC's transport would be:
+  // a lost connection, not a failed attempt that costs a backoff.
+  if (failure.ok() || session.settings_received()) co_return OkStatus();
   co_await CloseAndJoin(session, failure);
   co_return failure;
 }

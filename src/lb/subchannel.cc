@@ -102,11 +102,15 @@ Task<void> Subchannel::ConnectOnce() {
   backoff_.Reset();
   last_failure_ = Status();
   connection_ = std::move(*connected);
-  SetState(ConnectivityState::kReady, Status());
-  const Status unusable = co_await connection_->WaitUntilUnusable();
-  if (!unusable.ok()) {
-    connection_.reset();  // cancelled: closes in the background
-    co_return;
+  // A connection drained as it was made (its GOAWAY came with the server's
+  // SETTINGS) never shows READY: no picker may send a call to it.
+  if (connection_->usable()) {
+    SetState(ConnectivityState::kReady, Status());
+    const Status unusable = co_await connection_->WaitUntilUnusable();
+    if (!unusable.ok()) {
+      connection_.reset();  // cancelled: closes in the background
+      co_return;
+    }
   }
   const Status why = connection_->closed() ? connection_->close_status()
                                            : UnavailableError("GOAWAY received from " + address());

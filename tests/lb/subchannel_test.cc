@@ -3,8 +3,14 @@
 // other threads.
 #include "lb/subchannel.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <thread>
 
 #include "lb/lb_test_util.h"
@@ -157,6 +163,92 @@ TEST_F(SubchannelTest, GoawayMakesItIdleAtOnceWhileCallsInFlightFinish) {
     EXPECT_TRUE(finished.ok()) << finished.ToString();
     co_await stopping.Join();
   }());
+}
+
+// A server that drains every connection as it is made, as an xDS-enabled
+// server does to one accepted under an older Listener (A36): its SETTINGS
+// and a GOAWAY(NO_ERROR, last stream 0) in one write, then it closes.
+class DrainingAtOnceServer {
+ public:
+  DrainingAtOnceServer() {
+    listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    EXPECT_EQ(bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    EXPECT_EQ(listen(listen_fd_, 64), 0);
+    getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~DrainingAtOnceServer() {
+    shutdown(listen_fd_, SHUT_RDWR);  // ends the accept
+    thread_.join();
+    close(listen_fd_);
+  }
+  SocketAddress address() const { return SocketAddress::Loopback4(port_); }
+  int accepted() const { return accepted_.load(); }
+
+ private:
+  void Run() {
+    static constexpr unsigned char kSettingsThenGoaway[] = {
+        0, 0, 0, 0x04, 0, 0, 0, 0, 0,                         // SETTINGS, empty
+        0, 0, 8, 0x07, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0  // GOAWAY(0, NO_ERROR)
+    };
+    while (true) {
+      const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) return;
+      ++accepted_;
+      // The client's preface first (nothing of it left unread, so the
+      // close below is a FIN, not a reset), then SETTINGS, GOAWAY and the
+      // close together: the client reads all three in one go.
+      pollfd p{fd, POLLIN, 0};
+      char buffer[4096];
+      if (poll(&p, 1, 2000) > 0) (void)!read(fd, buffer, sizeof buffer);
+      (void)!write(fd, kSettingsThenGoaway, sizeof kSettingsThenGoaway);
+      close(fd);
+    }
+  }
+
+  int listen_fd_ = -1;
+  uint16_t port_ = 0;
+  std::atomic<int> accepted_{0};
+  std::thread thread_;
+};
+
+// A36 drains a connection in its handshake too. The attempt succeeded (the
+// server's SETTINGS came): the subchannel goes IDLE, never READY and never
+// TRANSIENT_FAILURE, and is asked again without a backoff. Before, each
+// such attempt was a failure: TRANSIENT_FAILURE for a whole backoff (1 s by
+// default), and every call of a round_robin channel to that server failed
+// meanwhile.
+TEST_F(SubchannelTest, AConnectionDrainedAsItIsMadeIsLostNotFailed) {
+  DrainingAtOnceServer server;
+  SubchannelOptions options = lb_testing::FastSubchannelOptions();
+  options.initial_backoff = std::chrono::seconds(30);  // a failure would stall the test
+  options.max_backoff = std::chrono::seconds(30);
+  auto pool = SubchannelPool::Create(*loop_, options);
+  loop_->BlockOn([&]() -> Task<void> {
+    SubchannelRef s = pool->Get(server.address());
+    std::vector<ConnectivityState> seen;
+    s->AddWatcher([&](ConnectivityState st, const Status&) {
+      seen.push_back(st);
+      if (st == ConnectivityState::kIdle) s->RequestConnection();  // as round_robin does
+    });
+    s->RequestConnection();
+    const bool retried = co_await lb_testing::WaitUntil(
+        *loop_, [&] { return s->connection_attempts() >= 3; }, std::chrono::milliseconds(5000));
+    EXPECT_TRUE(retried) << s->connection_attempts() << " attempts";
+    for (ConnectivityState st : seen) {
+      EXPECT_NE(st, ConnectivityState::kReady);
+      EXPECT_NE(st, ConnectivityState::kTransientFailure);
+    }
+  }());
+  loop_->BlockOn(pool->Shutdown());
+  // The third attempt began after the first two were drained; the server
+  // may not have counted the third yet.
+  EXPECT_GE(server.accepted(), 2);
 }
 
 TEST_F(SubchannelTest, ConnectTimeoutIsAtLeastTheMinimum) {
