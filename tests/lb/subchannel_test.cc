@@ -11,7 +11,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <mutex>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "lb/lb_test_util.h"
 
@@ -167,10 +170,12 @@ TEST_F(SubchannelTest, GoawayMakesItIdleAtOnceWhileCallsInFlightFinish) {
 
 // A server that drains every connection as it is made, as an xDS-enabled
 // server does to one accepted under an older Listener (A36): its SETTINGS
-// and a GOAWAY(NO_ERROR, last stream 0) in one write, then it closes.
+// and a GOAWAY(NO_ERROR, last stream 0) in one write, then it closes, or,
+// as a hostile server may, keeps the connection open for good.
 class DrainingAtOnceServer {
  public:
-  DrainingAtOnceServer() {
+  enum class AfterGoaway { kClose, kKeepOpen };
+  explicit DrainingAtOnceServer(AfterGoaway after = AfterGoaway::kClose) : after_(after) {
     listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -186,9 +191,21 @@ class DrainingAtOnceServer {
     shutdown(listen_fd_, SHUT_RDWR);  // ends the accept
     thread_.join();
     close(listen_fd_);
+    for (int fd : kept_) close(fd);
   }
   SocketAddress address() const { return SocketAddress::Loopback4(port_); }
   int accepted() const { return accepted_.load(); }
+  // Kept connections the client has closed (its FIN read), and all kept.
+  std::pair<int, int> KeptClosedByClient() {
+    std::lock_guard lock(mu_);
+    int closed = 0;
+    for (int fd : kept_) {
+      pollfd p{fd, POLLIN, 0};
+      char byte;
+      if (poll(&p, 1, 0) > 0 && recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0) ++closed;
+    }
+    return {closed, static_cast<int>(kept_.size())};
+  }
 
  private:
   void Run() {
@@ -207,10 +224,18 @@ class DrainingAtOnceServer {
       char buffer[4096];
       if (poll(&p, 1, 2000) > 0) (void)!read(fd, buffer, sizeof buffer);
       (void)!write(fd, kSettingsThenGoaway, sizeof kSettingsThenGoaway);
-      close(fd);
+      if (after_ == AfterGoaway::kClose) {
+        close(fd);
+      } else {
+        std::lock_guard lock(mu_);
+        kept_.push_back(fd);
+      }
     }
   }
 
+  const AfterGoaway after_;
+  std::mutex mu_;
+  std::vector<int> kept_;
   int listen_fd_ = -1;
   uint16_t port_ = 0;
   std::atomic<int> accepted_{0};
@@ -249,6 +274,35 @@ TEST_F(SubchannelTest, AConnectionDrainedAsItIsMadeIsLostNotFailed) {
   // The third attempt began after the first two were drained; the server
   // may not have counted the third yet.
   EXPECT_GE(server.accepted(), 2);
+}
+
+// A server that drains each connection but never closes one cannot make
+// the client pile connections up: a drained connection with no calls is
+// closed by the client once its GOAWAY is read (nghttp2 wants nothing more
+// of it), so at most the newest one is open.
+TEST_F(SubchannelTest, ADrainedConnectionWithNoCallsIsClosedByTheClient) {
+  DrainingAtOnceServer server(DrainingAtOnceServer::AfterGoaway::kKeepOpen);
+  auto pool = SubchannelPool::Create(*loop_, lb_testing::FastSubchannelOptions());
+  loop_->BlockOn([&]() -> Task<void> {
+    SubchannelRef s = pool->Get(server.address());
+    s->AddWatcher([&](ConnectivityState st, const Status&) {
+      if (st == ConnectivityState::kIdle) s->RequestConnection();
+    });
+    s->RequestConnection();
+    const bool retried = co_await lb_testing::WaitUntil(
+        *loop_, [&] { return s->connection_attempts() >= 6; }, std::chrono::milliseconds(5000));
+    EXPECT_TRUE(retried) << s->connection_attempts() << " attempts";
+    const bool closed = co_await lb_testing::WaitUntil(
+        *loop_,
+        [&] {
+          auto [closed, kept] = server.KeptClosedByClient();
+          return kept >= 5 && closed >= kept - 1;
+        },
+        std::chrono::milliseconds(5000));
+    auto [closed_count, kept] = server.KeptClosedByClient();
+    EXPECT_TRUE(closed) << closed_count << " of " << kept << " closed by the client";
+  }());
+  loop_->BlockOn(pool->Shutdown());
 }
 
 TEST_F(SubchannelTest, ConnectTimeoutIsAtLeastTheMinimum) {
