@@ -68,7 +68,7 @@ class FailPicker final : public Picker {
 };
 
 // A fast per-thread generator for picks (no lock, no system call, no
-// shared state): xoshiro-style splitmix64 seeded from the thread's address.
+// shared state): splitmix64 seeded from the clock and the thread's address.
 uint64_t ThreadRandom();
 
 // Options of every policy of one cluster's tree.

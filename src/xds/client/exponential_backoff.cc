@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <random>
 
+#include "runtime/splitmix64.h"
+
 namespace uxds::xds_internal {
 namespace {
 
@@ -18,13 +20,6 @@ namespace {
 uint64_t NextSeed() {
   thread_local std::mt19937_64 seeds(std::random_device{}());
   return seeds() ^ (static_cast<uint64_t>(getpid()) * 0x9e3779b97f4a7c15ULL);
-}
-
-uint64_t SplitMix64(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
 }
 
 // Uniform in [0, 1): the top 53 bits as a double's mantissa.
