@@ -166,6 +166,8 @@ class PickScope {
   PickResult Pick(const PickArgs& args) const {
     return picker_ == nullptr ? PickResult::Queue() : picker_->Pick(args);
   }
+  // What this scope sees (null: nothing published); valid until it ends.
+  const Picker* picker() const { return picker_; }
 
  private:
   const Picker* picker_;

@@ -27,7 +27,9 @@
 //   co_await (*channel)->Shutdown();
 //
 // Threads: a channel lives on one Loop (the XdsClient's control thread);
-// create it, call it and shut it down there. Other threads call it through
+// create it, call it and shut it down there. Threads that run loops of
+// their own call it from there through a LoopChannel (OnLoop(loop)), on
+// their loop and their own connections. Other threads call it through
 // UnaryCallAsync / StartStreamAsync, which run the call on that loop:
 //
 //   auto reply = std::make_shared<std::promise<uxds::StatusOr<uxds::UnaryResponse>>>();
@@ -134,6 +136,52 @@ class ClientStream {
 };
 
 class Channel;
+
+// A Channel's handle on another loop: calls made through it run entirely
+// on that loop. Route, hash and pick happen on the calling thread against
+// what the channel's loop last published (one atomic swap per update);
+// each call runs on this loop's own HTTP/2 connection to the picked
+// endpoint, opened when a call first needs it and closed when the endpoint
+// leaves the config. The LB policies stay on the channel's loop, and an
+// endpoint is READY for every loop when the channel's own connection to it
+// is. A call whose pick is READY takes no lock, makes no cross-thread hop
+// and allocates nothing beyond its stream; a queued call waits on this
+// loop and is woken here when the channel publishes a change.
+//
+//   // On a worker loop's thread (one handle per loop):
+//   std::unique_ptr<uxds::LoopChannel> here = channel->OnLoop(worker_loop);
+//   auto reply = co_await here->UnaryCall("/helloworld.Greeter/SayHello", request);
+//   ...
+//   co_await here->Shutdown();  // before the worker loop ends
+//
+// Create it on any thread while the channel exists; call, shut down and
+// destroy it on its loop. It may outlive the channel (its calls then fail
+// UNAVAILABLE), not its loop.
+class LoopChannel {
+ public:
+  // After Shutdown().
+  ~LoopChannel();
+  LoopChannel(const LoopChannel&) = delete;
+  LoopChannel& operator=(const LoopChannel&) = delete;
+
+  // As Channel::UnaryCall, on this loop.
+  Task<StatusOr<UnaryResponse>> UnaryCall(std::string method, std::string request,
+                                          CallOptions options = {});
+  // Fails the calls waiting here, closes this loop's connections (calls on
+  // them end UNAVAILABLE) and returns once every call made here has
+  // returned. Any number of callers; after it, the loop may end.
+  Task<void> Shutdown();
+  Loop& loop() const;
+  // This loop's open connections (tests).
+  size_t connections() const;
+
+  struct Impl;
+  explicit LoopChannel(std::shared_ptr<Impl> impl);
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
 namespace client_internal {
 // Tests: how many pickers the tree of cluster `cluster` has published (-1:
 // the channel has no tree for it). On the channel's loop.
@@ -184,6 +232,9 @@ class Channel {
                       std::function<void(StatusOr<UnaryResponse>)> done);
   void StartStreamAsync(std::string method, CallOptions options,
                         std::function<void(StatusOr<std::unique_ptr<ClientStream>>)> done);
+
+  // A handle for calls from `loop` (see LoopChannel). Any thread.
+  std::unique_ptr<LoopChannel> OnLoop(Loop& loop);
 
   // Stops watching, closes every connection, fails waiting calls. Any
   // number of callers: one teardown, each returns once it has ended (at

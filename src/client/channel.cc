@@ -87,6 +87,14 @@ StatusOr<std::unique_ptr<Channel>> Channel::Create(Loop& loop, std::string_view 
   subchannel_options.max_backoff = impl->options.max_backoff;
   subchannel_options.min_connect_timeout = impl->options.min_connect_timeout;
   impl->subchannels = SubchannelPool::Create(loop, subchannel_options);
+  // Other loops' connections: as the subchannels', and closed on every
+  // loop when their endpoint leaves.
+  impl->shared->connection = subchannel_options.connection;
+  impl->shared->connection.connect_timeout = subchannel_options.min_connect_timeout;
+  impl->shared->retry_delay = subchannel_options.initial_backoff;
+  impl->subchannels->SetReleaseObserver([shared = impl->shared](uint32_t index, uint64_t uid) {
+    shared->NotifyEndpointLeft(index, uid);
+  });
   Impl* self = impl.get();
   if (impl->target.xds) {
     if (impl->options.xds_client_pool == nullptr) {
@@ -111,10 +119,10 @@ StatusOr<std::unique_ptr<Channel>> Channel::Create(Loop& loop, std::string_view 
   } else {
     impl->direct_cluster = impl->target.name;
     impl->routes = CompiledRoutes::Direct(impl->direct_cluster);
-    impl->LinkRoutes();
     impl->resolver = std::make_unique<HostResolver>(loop);
     impl->tasks.Spawn(impl->ResolveDirect());
   }
+  impl->LinkRoutes();  // the first snapshot: calls wait for a config
   return std::unique_ptr<Channel>(new Channel(std::move(impl)));
 }
 
@@ -146,13 +154,20 @@ Task<void> Channel::Impl::TearDown() {
   if (dependencies != nullptr) co_await dependencies->Shutdown();
   dependencies.reset();
   clusters.clear();
-  LinkRoutes();
+  routes = nullptr;
+  LinkRoutes();  // a closed snapshot: every loop's calls fail from now on
   WakeWaiters();
   if (waiting_calls > 0) {
     Event left(loop);
     last_call_left = &left;
     (void)co_await left.Wait();  // the teardown's task is never cancelled
     last_call_left = nullptr;
+  }
+  // The cluster trees the older snapshots own go before the subchannels:
+  // a loop reads a snapshot only inside a pick, so this ends soon.
+  reclaim_timer.Cancel();
+  while (shared->snapshots.Reclaim() > 0) {
+    (void)co_await SleepUntil(loop, Loop::Clock::now() + std::chrono::milliseconds(1));
   }
   co_await subchannels->Shutdown();
   // The XdsClient's LRS streams send this channel's last counts and end
@@ -179,159 +194,78 @@ Task<bool> Channel::Impl::WaitForChange(std::optional<Loop::Clock::time_point> d
 }
 
 void Channel::Impl::LinkRoutes() {
-  route_clusters.clear();
-  if (routes == nullptr) return;
-  route_clusters.reserve(routes->clusters().size());
-  for (const std::string& name : routes->clusters()) {
-    auto found = clusters.find(name);
-    route_clusters.push_back(found != clusters.end() ? &found->second : nullptr);
+  auto snapshot = std::make_unique<client_internal::CallSnapshot>();
+  snapshot->routes = routes;
+  snapshot->closed = shutdown.started();
+  snapshot->config_failed = config_failed;
+  snapshot->config_error = config_error;
+  snapshot->direct = !direct_cluster.empty();
+  snapshot->channel_id = channel_id;
+  if (dependencies != nullptr) snapshot->waiting_for = dependencies->WaitingFor();
+  if (routes != nullptr) {
+    snapshot->clusters.reserve(routes->clusters().size());
+    for (const std::string& name : routes->clusters()) {
+      client_internal::SnapshotCluster& entry = snapshot->clusters.emplace_back();
+      auto found = clusters.find(name);
+      if (found == clusters.end()) continue;
+      entry.lb = found->second.lb;
+      entry.error = found->second.error;
+      entry.note = found->second.note;
+    }
   }
+  shared->snapshots.Publish(snapshot.release());
+  ScheduleReclaim();
+}
+
+void Channel::Impl::ScheduleReclaim() {
+  if (shared->snapshots.retired() == 0 || reclaim_timer.pending()) return;
+  // As ClusterLoadBalancer batches its pickers' reclamation: a config
+  // burst costs one scan of the readers.
+  reclaim_timer.Start(std::chrono::milliseconds(1), [this] {
+    shared->snapshots.Reclaim();
+    ScheduleReclaim();
+  });
 }
 
 bool Channel::Impl::PickNow(CallRequest& request, std::optional<CallRoute>& route,
                             PickedEndpoint& picked, PickMiss& miss) {
-  using Next = PickMiss::Next;
-  using Waiting = PickMiss::Waiting;
   if (shutdown.started()) {
-    miss = {Next::kFail, UnavailableError("channel shut down")};
+    miss = {PickMiss::Next::kFail, UnavailableError("channel shut down")};
     return false;
   }
-  if (route.has_value() && route->routes != routes) {
-    // New routes: the call keeps its cluster while they still name it, else
-    // it is routed by them (gRPC keeps the old cluster alive for it
-    // instead).
-    const std::string& name = route->routes->clusters()[route->cluster];
-    std::optional<uint32_t> index = routes != nullptr ? routes->IndexOf(name) : std::nullopt;
-    if (index.has_value()) {
-      route->routes = routes;
-      route->cluster = *index;
-    } else {
-      route.reset();
-    }
-  }
-  if (!route.has_value()) {
-    if (routes == nullptr) {
-      // No config yet: every call waits for the first one (gRPC queues
-      // them while the resolver has not returned).
-      miss = config_failed ? PickMiss{Next::kWaitOrFail, config_error}
-                           : PickMiss{Next::kWait, Status(), Waiting::kConfig};
-      return false;
-    }
-    CompiledRoutes::Choice choice;
-    switch (routes->Choose(request, channel_id, choice)) {
-      case CompiledRoutes::Outcome::kRouted:
-        break;
-      case CompiledRoutes::Outcome::kNoRoute:
-        miss = {Next::kFail,
-                UnavailableError("no matching route found for " + std::string(request.path()))};
-        return false;
-      case CompiledRoutes::Outcome::kNotForwarding:
-        miss = {Next::kFail, UnavailableError("matched route does not have a forwarding action")};
-        return false;
-    }
-    route.emplace(CallRoute{routes, choice.cluster, choice.hash});
-  }
-  ClusterState* cluster = route_clusters[route->cluster];
-  if (cluster == nullptr || cluster->lb == nullptr) {
-    const std::string& name = routes->clusters()[route->cluster];
-    if (cluster == nullptr && !direct_cluster.empty()) {
-      // A host:port target still resolving (gRPC queues the call), or one
-      // whose name did not resolve.
-      miss = config_failed ? PickMiss{Next::kWaitOrFail, config_error}
-                           : PickMiss{Next::kWait, UnavailableError("resolving " + name),
-                                      Waiting::kResolving};
-      return false;
-    }
-    miss = {Next::kWaitOrFail,
-            cluster == nullptr
-                ? UnavailableError("cluster " + name + " is not ready")
-                : Status(StatusCode::kUnavailable,
-                         "cluster " + name + ": " + std::string(cluster->error.message()))};
-    return false;
-  }
-  PickArgs args;
-  args.hash = route->hash;
-  args.headers = request.headers();
-  Subchannel* subchannel = nullptr;
-  PickResult call_end;  // what CallFinished() reports when the call ends
+  PickScope snapshot_scope(shared->snapshots);
+  const auto& snapshot =
+      *static_cast<const client_internal::CallSnapshot*>(snapshot_scope.picker());
+  const client_internal::SnapshotCluster* cluster =
+      client_internal::RouteCall(snapshot, request, route, miss);
+  if (cluster == nullptr) return false;
+  PickResult result;
   {
     PickScope scope(cluster->lb->picker_slot());
-    const PickResult result = scope.Pick(args);
-    if (result.kind == PickResult::Kind::kFail) {
-      // A88: failed calls carry the cluster's resolution note.
-      miss = {result.drop ? Next::kFail : Next::kWaitOrFail,
-              Status(StatusCode::kUnavailable,
-                     std::string(result.status->message()) + " (" + cluster->note + ")")};
+    if (!client_internal::PickInCluster(*cluster, scope, *route, request, result, miss)) {
       return false;
     }
-    if (result.kind == PickResult::Kind::kComplete) {
-      subchannel = result.endpoint->subchannel;
-      call_end = result;
-    }
   }
+  // On this loop the picker's subchannels live until a later turn.
+  Subchannel* subchannel = result.endpoint->subchannel;
   http2::ClientConnection* connection = subchannel != nullptr ? subchannel->connection() : nullptr;
   if (connection == nullptr) {
-    CallNotStarted(call_end);
-    miss = {Next::kWait, Status(), Waiting::kEndpoint};
+    CallNotStarted(result);
+    miss = {PickMiss::Next::kWait, Status(), PickMiss::Waiting::kEndpoint};
     return false;
   }
   picked.connection = connection;
+  picked.peer_address = &subchannel->address();
   picked.pool = subchannels;
   picked.subchannel = SubchannelRef(subchannel);
-  picked.call_end = call_end;
-  if (call_end.call_counter != nullptr) picked.counter = call_end.call_counter->shared_from_this();
-  if (call_end.locality_stats != nullptr) {
-    picked.locality_stats = call_end.locality_stats->shared_from_this();
-  }
+  picked.CountIn(result);
   return true;
 }
 
-Task<StatusOr<Channel::Impl::PickedEndpoint>> Channel::Impl::PickAfterMiss(
-    CallRequest& request, const CallOptions& options,
-    std::optional<Loop::Clock::time_point> deadline, std::optional<CallRoute>& route,
-    PickMiss miss) {
-  const std::string_view method = request.path();
-  // Why the call could not go anywhere yet: the deadline's message says it.
-  Status last_failure;
-  auto deadline_error = [&](std::string what) {
-    if (!last_failure.ok()) what += "; last error: " + std::string(last_failure.message());
-    return DeadlineExceededError(std::move(what));
-  };
-  while (true) {
-    if (miss.next == PickMiss::Next::kFail) co_return miss.status;
-    if (miss.next == PickMiss::Next::kWaitOrFail) {
-      // gRPC: without wait_for_ready a call with nothing to go to fails.
-      if (!options.wait_for_ready) co_return miss.status;
-      last_failure = miss.status;
-      const bool in_time = co_await WaitForChange(deadline);
-      if (!in_time)
-        co_return deadline_error("deadline exceeded waiting for " + std::string(method));
-    } else {
-      if (!miss.status.ok()) last_failure = miss.status;
-      const bool in_time = co_await WaitForChange(deadline);
-      if (!in_time) {
-        switch (miss.waiting) {
-          case PickMiss::Waiting::kConfig:
-            co_return DeadlineExceededError(WaitingForConfig());
-          case PickMiss::Waiting::kResolving:
-            co_return deadline_error("deadline exceeded waiting for " + std::string(method));
-          case PickMiss::Waiting::kEndpoint:
-            break;
-        }
-        // The cluster's last failure (a connection error while it retries).
-        const std::string cluster_name = route->routes->clusters()[route->cluster];
-        auto now_it = clusters.find(cluster_name);
-        if (now_it != clusters.end() && now_it->second.lb != nullptr &&
-            !now_it->second.lb->status().ok()) {
-          last_failure = now_it->second.lb->status();
-        }
-        co_return deadline_error("deadline exceeded while waiting for an endpoint of " +
-                                 cluster_name);
-      }
-    }
-    PickedEndpoint picked;
-    if (PickNow(request, route, picked, miss)) co_return picked;
-  }
+Status Channel::Impl::ClusterFailure(const CallRoute& route) const {
+  auto it = clusters.find(route.routes->clusters()[route.cluster]);
+  if (it == clusters.end() || it->second.lb == nullptr) return Status();
+  return it->second.lb->status();
 }
 
 int64_t client_internal::PickersPublished(const Channel& channel, std::string_view cluster) {
@@ -341,91 +275,16 @@ int64_t client_internal::PickersPublished(const Channel& channel, std::string_vi
   return static_cast<int64_t>(it->second.lb->pickers_published());
 }
 
-namespace {
-
-std::optional<Loop::Clock::time_point> DeadlineOf(const CallOptions& options) {
-  if (!options.timeout.has_value()) return std::nullopt;
-  return Loop::Clock::now() + *options.timeout;
-}
-
-}  // namespace
-
-// A6 transparent retry: an attempt the server application cannot have seen
-// is started again through a new pick, within the call's deadline and
-// without backoff. One that never left this client (the connection had
-// received GOAWAY or closed, or closed before the stream's HEADERS were
-// written) any number of times: each such attempt waits for I/O or for a
-// new pick, so this cannot spin. One the server's HTTP/2 layer refused
-// (REFUSED_STREAM, or above a GOAWAY's last stream id) once per call, as
-// gRPC does.
-namespace {
-
-constexpr int kMaxRefusedAttemptRetries = 1;
-
-// Whether a failed attempt that got as far as `delivery` is started again;
-// counts the retries of refused attempts in `refused_retries`.
-bool RetryTransparently(http2::ClientCall::Delivery delivery, int& refused_retries,
-                        std::optional<Loop::Clock::time_point> deadline) {
-  using Delivery = http2::ClientCall::Delivery;
-  if (deadline.has_value() && Loop::Clock::now() >= *deadline) return false;
-  if (delivery == Delivery::kNotSent) return true;
-  if (delivery == Delivery::kRefused && refused_retries < kMaxRefusedAttemptRetries) {
-    ++refused_retries;
-    return true;
-  }
-  return false;
-}
-
-}  // namespace
-
 Task<StatusOr<UnaryResponse>> Channel::UnaryCall(std::string method, std::string request,
                                                  CallOptions options) {
-  const std::optional<Loop::Clock::time_point> deadline = DeadlineOf(options);
-  // What routing reads of the call: views of its method and metadata.
-  const CallHeaders headers(options.metadata);
-  CallRequest call_request(method, headers.headers());
-  std::optional<Impl::CallRoute> route;  // A6: a retry keeps the call's route
-  int refused_retries = 0;
-  Status failure;
-  while (true) {
-    Impl::PickedEndpoint picked;
-    if (Impl::PickMiss miss; !impl_->PickNow(call_request, route, picked, miss)) {
-      // Nothing READY at once: the slow path, where the pick may wait.
-      StatusOr<Impl::PickedEndpoint> waited =
-          co_await impl_->PickAfterMiss(call_request, options, deadline, route, std::move(miss));
-      if (!waited.ok()) {
-        failure = waited.status();
-        break;
-      }
-      picked = *std::move(waited);
-    }
-    // The request stays here: a refused attempt is replayed from it.
-    http2::ClientCall::Delivery delivery = http2::ClientCall::Delivery::kMaybeProcessed;
-    StatusOr<std::string> response = co_await http2::UnaryCall(
-        *picked.connection, method, request, options.metadata, deadline, &delivery);
-    if (response.ok()) {
-      CallFinished(picked.call_end, true);
-      co_return UnaryResponse{*std::move(response), picked.peer()};
-    }
-    if (RetryTransparently(delivery, refused_retries, deadline)) {
-      // The attempt reached no backend's application: no call to count.
-      CallNotStarted(picked.call_end);
-      continue;
-    }
-    CallFinished(picked.call_end, false);
-    failure = response.status();
-    break;
-  }
-  // A call that fails at once still lets the loop turn: a caller that calls
-  // again at once in a loop must not starve the tasks (a subchannel's
-  // reconnection, its backoff timer) that would let calls succeed again.
-  co_await impl_->loop.Yield();
-  co_return failure;
+  StatusOr<UnaryResponse> reply = co_await client_internal::RunUnaryCall(
+      *impl_, impl_->loop, std::move(method), std::move(request), std::move(options));
+  co_return reply;
 }
 
 Task<StatusOr<std::unique_ptr<ClientStream>>> Channel::StartStream(std::string method,
                                                                    CallOptions options) {
-  const std::optional<Loop::Clock::time_point> deadline = DeadlineOf(options);
+  const std::optional<Loop::Clock::time_point> deadline = client_internal::DeadlineOf(options);
   const CallHeaders headers(options.metadata);
   CallRequest call_request(method, headers.headers());
   std::optional<Impl::CallRoute> route;  // A6: a retry keeps the call's route
@@ -433,8 +292,8 @@ Task<StatusOr<std::unique_ptr<ClientStream>>> Channel::StartStream(std::string m
   while (true) {
     Impl::PickedEndpoint picked;
     if (Impl::PickMiss miss; !impl_->PickNow(call_request, route, picked, miss)) {
-      StatusOr<Impl::PickedEndpoint> waited =
-          co_await impl_->PickAfterMiss(call_request, options, deadline, route, std::move(miss));
+      StatusOr<Impl::PickedEndpoint> waited = co_await impl_->PickAfterMiss(
+          call_request, options.wait_for_ready, deadline, route, std::move(miss));
       if (!waited.ok()) {
         co_await impl_->loop.Yield();  // as UnaryCall's failures
         co_return waited.status();
@@ -446,12 +305,14 @@ Task<StatusOr<std::unique_ptr<ClientStream>>> Channel::StartStream(std::string m
     // A6: a stream that could not start on the picked connection is picked
     // again. Once returned, the stream's messages are the application's to
     // send, and a refused stream fails UNAVAILABLE (not replayed).
-    if (call->finished() && RetryTransparently(call->delivery(), refused_retries, deadline)) {
+    if (call->finished() &&
+        client_internal::RetryTransparently(call->delivery(), refused_retries, deadline)) {
       CallNotStarted(picked.call_end);
       continue;
     }
     auto impl = std::make_unique<ClientStream::Impl>();
     impl->peer = picked.peer();
+    impl->use = std::move(picked.use);
     impl->pool = std::move(picked.pool);
     impl->subchannel = std::move(picked.subchannel);
     impl->call_end = picked.call_end;

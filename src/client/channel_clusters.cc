@@ -253,6 +253,7 @@ Task<void> Channel::Impl::ResolveDirect() {
   if (!addresses.ok()) {
     config_error = Status(StatusCode::kUnavailable, addresses.status().message());
     config_failed = true;
+    LinkRoutes();
     WakeWaiters();
     co_return;
   }

@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "client/call_snapshot.h"
 #include "client/compiled_routes.h"
+#include "client/loop_channel_impl.h"
 #include "client/xds_dependency_manager.h"
 #include "http2/client_connection.h"
 #include "lb/cluster_load_balancer.h"
@@ -47,14 +49,22 @@ bool operator==(const ClusterSource& a, const ClusterSource& b);
 
 }  // namespace client_internal
 
-struct Channel::Impl {
+struct Channel::Impl final : client_internal::CallPicker {
   Impl(Loop& loop, ChannelOptions options)
-      : loop(loop), options(std::move(options)), tasks(loop), async_calls(loop), shutdown(loop) {}
+      : loop(loop),
+        options(std::move(options)),
+        shared(std::make_shared<client_internal::ChannelShared>()),
+        reclaim_timer(loop),
+        tasks(loop),
+        async_calls(loop),
+        shutdown(loop) {}
 
   // One cluster a route names, with its LB tree (none if the cluster has an
   // error: `error` then fails its calls).
   struct ClusterState {
-    std::unique_ptr<ClusterLoadBalancer> lb;
+    // Shared with the published snapshots that name it, which release it
+    // on this loop once no other loop can read them.
+    std::shared_ptr<ClusterLoadBalancer> lb;
     Status error;
     std::string note;
     // The resources `lb` was last updated with: a config that brings the
@@ -73,6 +83,11 @@ struct Channel::Impl {
   std::shared_ptr<SubchannelPool> subchannels;
   // A42: filter_state io.grpc.channel_id, random per channel.
   const uint64_t channel_id = ThreadRandom();
+  // What every loop's calls are routed and picked by, and the other loops
+  // that call the channel.
+  const std::shared_ptr<client_internal::ChannelShared> shared;
+  // Frees snapshots no loop can read any more (batched, as pickers are).
+  Timer reclaim_timer;
 
   std::shared_ptr<const XdsConfig> config;
   Status config_error = UnavailableError("no xDS configuration yet");
@@ -112,6 +127,7 @@ struct Channel::Impl {
 
   void WakeWaiters() {
     for (Event* waiter : std::exchange(waiters, {})) waiter->Set();
+    shared->NotifyChange();
   }
 
   LbPolicyOptions LbOptions() const;
@@ -140,74 +156,28 @@ struct Channel::Impl {
       const std::string& name, const ClusterResource& cluster,
       std::vector<EndpointResource::DropCategory> drops);
 
-  // Waits for the next config or picker change, or the deadline: false once
-  // the deadline has passed. At once once the channel is shutting down (the
-  // caller then finds it so).
-  Task<bool> WaitForChange(std::optional<Loop::Clock::time_point> deadline);
-
-  // Where a pick sent a call: the endpoint's connection (READY now), and
-  // the call's A32 count to end with the call. The call owns its
-  // subchannel and counter, as a gRPC call holds its connected subchannel:
-  // an update that drops the endpoint or its cluster while the call runs
-  // must not end the call.
-  struct PickedEndpoint {
-    http2::ClientConnection* connection = nullptr;
-    std::shared_ptr<SubchannelPool> pool;  // outlives `subchannel`
-    SubchannelRef subchannel;
-    // What CallFinished() reports when the call ends; `counter` and
-    // `locality_stats` keep what it points to alive.
-    PickResult call_end;
-    std::shared_ptr<CallCounter> counter;
-    std::shared_ptr<LocalityLoadStats> locality_stats;
-    // The endpoint's address, "10.0.0.1:443".
-    const std::string& peer() const { return subchannel->address(); }
-  };
-  // A call's routing, chosen once per call by its first pick and reused by
-  // every later one (a queued pick's, and A6's transparent retries'): A42
-  // "the call's hash will be the same when it is re-attempted with a new
-  // picker"; A76: the config selector assigns it once.
-  struct CallRoute {
-    std::shared_ptr<const client_internal::CompiledRoutes> routes;  // chosen in
-    uint32_t cluster = 0;  // an index into routes->clusters()
-    uint64_t hash = 0;
-  };
-  // Why a pick could not send the call anywhere yet, and what follows.
-  struct PickMiss {
-    enum class Next : uint8_t {
-      kFail,        // the call fails with `status`
-      kWaitOrFail,  // gRPC: fails with `status`, or waits for ready
-      kWait,        // queued: waits for a change whatever wait_for_ready
-    };
-    Next next = Next::kFail;
-    Status status;
-    // kWait: what the call waits for, which its deadline's message says.
-    enum class Waiting : uint8_t { kConfig, kResolving, kEndpoint } waiting = Waiting::kConfig;
-  };
-  // One route and pick (A28, A42, the cluster's picker) without waiting,
-  // all on the calling thread: the connection of a READY endpoint, else
-  // why not. What a call with a READY pick goes through: no copy of its
-  // metadata and no allocation.
+  using CallRoute = client_internal::CallRoute;
+  using PickMiss = client_internal::PickMiss;
+  using PickedEndpoint = client_internal::PickedEndpoint;
+  // client_internal::CallPicker on this loop: a READY pick's connection is
+  // its subchannel's. No copy of the call's metadata and no allocation.
   bool PickNow(client_internal::CallRequest& request, std::optional<CallRoute>& route,
-               PickedEndpoint& picked, PickMiss& miss);
-  // After PickNow() missed with `miss`: fails the call, or waits where
-  // gRPC queues the pick (within the deadline) and picks again each time
-  // the config or a picker changes. Unary and streaming calls alike.
-  Task<StatusOr<PickedEndpoint>> PickAfterMiss(client_internal::CallRequest& request,
-                                               const CallOptions& options,
-                                               std::optional<Loop::Clock::time_point> deadline,
-                                               std::optional<CallRoute>& route, PickMiss miss);
+               PickedEndpoint& picked, PickMiss& miss) override;
+  Task<bool> WaitForChange(std::optional<Loop::Clock::time_point> deadline) override;
+  Status ClusterFailure(const CallRoute& route) const override;
   // The routes every new call is routed by: the config's virtual host
   // compiled, or a host:port target's one cluster; null while there is no
-  // config. `route_clusters[i]` is the state of routes->clusters()[i]
-  // (null: not built yet); LinkRoutes() recomputes it after every change
-  // of `routes` or `clusters`.
+  // config. LinkRoutes() publishes them with their clusters' trees (a
+  // CallSnapshot) after every change of `routes` or `clusters`.
   std::shared_ptr<const client_internal::CompiledRoutes> routes;
-  std::vector<ClusterState*> route_clusters;
   void LinkRoutes();
+  // Frees the snapshots no loop can read any more; again later while some
+  // are left.
+  void ScheduleReclaim();
 
   // The deadline message of a call that found no config: what the channel
   // is still waiting for.
-  std::string WaitingForConfig() const {
+  std::string WaitingForConfig() const override {
     std::string waiting = dependencies != nullptr ? dependencies->WaitingFor() : "";
     return "deadline exceeded waiting for xDS config" +
            (waiting.empty() ? std::string() : ": " + waiting);

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "client/call_snapshot.h"
 #include "http2/client_call.h"
 #include "lb/call_counter.h"
 #include "lb/subchannel.h"
@@ -37,7 +38,8 @@ struct ClientStream::Impl {
   // Members in the order they must outlive each other.
   std::shared_ptr<SubchannelPool> pool;
   SubchannelRef subchannel;
-  PickResult call_end;  // what ReleaseCall() reports
+  client_internal::LoopConnectionUse use;  // a call on another loop's connection
+  PickResult call_end;                     // what ReleaseCall() reports
   bool released = false;
   // Keep what call_end points to alive until the call ends (null when the
   // cluster counts no calls / reports no load).

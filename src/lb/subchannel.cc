@@ -5,10 +5,20 @@
 
 namespace uxds {
 
+namespace {
+
+uint64_t NextUid() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
+
 Subchannel::Subchannel(SubchannelPool& pool, SocketAddress address, uint32_t index)
     : pool_(pool),
       address_(address),
       endpoint_{address.ToString(), this, index},
+      uid_(NextUid()),
       group_(std::make_unique<TaskGroup>(pool.loop())),
       backoff_({pool.options().initial_backoff, pool.options().backoff_multiplier,
                 pool.options().backoff_jitter, pool.options().max_backoff}) {}
@@ -201,6 +211,7 @@ void SubchannelPool::Release(Subchannel* s) {
   free_indices_.push_back(s->endpoint_.index);
   std::push_heap(free_indices_.begin(), free_indices_.end(), std::greater<>());
   s->watchers_.clear();
+  if (release_observer_) release_observer_(s->endpoint_.index, s->uid_);
   // Freed here once none of its tasks is left (Shutdown() joined them);
   // else a reaper owns it until they end, shutting down or not.
   if (s->group_->size() == 0) return;

@@ -51,6 +51,11 @@ class Subchannel {
 
   const Endpoint& endpoint() const { return endpoint_; }
   const std::string& address() const { return endpoint_.address; }
+  const SocketAddress& socket_address() const { return address_; }
+  // Never reused within the process (Endpoint::index is): a loop that keeps
+  // a connection per endpoint index tells by it whether the endpoint at an
+  // index is still the one it connected to. Immutable: any thread.
+  uint64_t uid() const { return uid_; }
 
   // Any thread. Sticky TRANSIENT_FAILURE as gRPC's LB policies see a child:
   // after a failure the state stays TRANSIENT_FAILURE through backoff and
@@ -94,6 +99,7 @@ class Subchannel {
   SubchannelPool& pool_;
   SocketAddress address_;
   Endpoint endpoint_;
+  const uint64_t uid_;
   // Read by every pick on any thread: a line of its own, so the control
   // thread's writes to the fields after it (refs_ changes with every
   // picker made or freed) do not take it away from the picking threads.
@@ -156,6 +162,10 @@ class SubchannelPool : public std::enable_shared_from_this<SubchannelPool> {
   // holds while it stays the same.
   uint64_t version() const { return version_; }
   Loop& loop() const { return loop_; }
+  // Control thread: told of each subchannel released (its endpoint left
+  // every picker), with its Endpoint::index and uid, as it leaves the pool.
+  using ReleaseObserver = std::function<void(uint32_t index, uint64_t uid)>;
+  void SetReleaseObserver(ReleaseObserver observer) { release_observer_ = std::move(observer); }
   const SubchannelOptions& options() const { return options_; }
 
   // Closes every connection and waits for the subchannels' tasks; Get()
@@ -188,6 +198,7 @@ class SubchannelPool : public std::enable_shared_from_this<SubchannelPool> {
   // the teardown's joins of the subchannels' tasks run here too.
   std::unique_ptr<TaskGroup> reapers_;
   std::atomic<Subchannel*> requests_{nullptr};  // lock-free stack (any thread)
+  ReleaseObserver release_observer_;
   ShutdownOnce shutdown_;
 };
 

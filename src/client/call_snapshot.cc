@@ -1,0 +1,223 @@
+// Routing and picking a call against a CallSnapshot, and the queued pick,
+// shared by the channel's own loop and the other loops that call it.
+#include "client/call_snapshot.h"
+
+#include <string>
+#include <utility>
+
+#include "lb/call_counter.h"
+#include "xds/lrs/load_stats.h"
+
+namespace uxds::client_internal {
+
+using Next = PickMiss::Next;
+using Waiting = PickMiss::Waiting;
+
+const SnapshotCluster* RouteCall(const CallSnapshot& snapshot, CallRequest& request,
+                                 std::optional<CallRoute>& route, PickMiss& miss) {
+  if (snapshot.closed) {
+    miss = {Next::kFail, UnavailableError("channel shut down")};
+    return nullptr;
+  }
+  const std::shared_ptr<const CompiledRoutes>& routes = snapshot.routes;
+  if (route.has_value() && route->routes != routes) {
+    // New routes: the call keeps its cluster while they still name it, else
+    // it is routed by them (gRPC keeps the old cluster alive for it
+    // instead).
+    const std::string& name = route->routes->clusters()[route->cluster];
+    std::optional<uint32_t> index = routes != nullptr ? routes->IndexOf(name) : std::nullopt;
+    if (index.has_value()) {
+      route->routes = routes;
+      route->cluster = *index;
+    } else {
+      route.reset();
+    }
+  }
+  if (!route.has_value()) {
+    if (routes == nullptr) {
+      // No config yet: every call waits for the first one (gRPC queues
+      // them while the resolver has not returned).
+      miss = snapshot.config_failed ? PickMiss{Next::kWaitOrFail, snapshot.config_error}
+                                    : PickMiss{Next::kWait, Status(), Waiting::kConfig};
+      return nullptr;
+    }
+    CompiledRoutes::Choice choice;
+    switch (routes->Choose(request, snapshot.channel_id, choice)) {
+      case CompiledRoutes::Outcome::kRouted:
+        break;
+      case CompiledRoutes::Outcome::kNoRoute:
+        miss = {Next::kFail,
+                UnavailableError("no matching route found for " + std::string(request.path()))};
+        return nullptr;
+      case CompiledRoutes::Outcome::kNotForwarding:
+        miss = {Next::kFail, UnavailableError("matched route does not have a forwarding action")};
+        return nullptr;
+    }
+    route.emplace(CallRoute{routes, choice.cluster, choice.hash});
+  }
+  const SnapshotCluster& cluster = snapshot.clusters[route->cluster];
+  if (cluster.lb != nullptr) return &cluster;
+  const std::string& name = routes->clusters()[route->cluster];
+  if (snapshot.direct) {
+    // A host:port target still resolving (gRPC queues the call), or one
+    // whose name did not resolve.
+    miss = snapshot.config_failed
+               ? PickMiss{Next::kWaitOrFail, snapshot.config_error}
+               : PickMiss{Next::kWait, UnavailableError("resolving " + name), Waiting::kResolving};
+    return nullptr;
+  }
+  miss = {Next::kWaitOrFail,
+          cluster.error.ok()
+              ? UnavailableError("cluster " + name + " is not ready")
+              : Status(StatusCode::kUnavailable,
+                       "cluster " + name + ": " + std::string(cluster.error.message()))};
+  return nullptr;
+}
+
+bool PickInCluster(const SnapshotCluster& cluster, const PickScope& scope, const CallRoute& route,
+                   CallRequest& request, PickResult& result, PickMiss& miss) {
+  PickArgs args;
+  args.hash = route.hash;
+  args.headers = request.headers();
+  result = scope.Pick(args);
+  switch (result.kind) {
+    case PickResult::Kind::kComplete:
+      return true;
+    case PickResult::Kind::kFail:
+      // A88: failed calls carry the cluster's resolution note.
+      miss = {result.drop ? Next::kFail : Next::kWaitOrFail,
+              Status(StatusCode::kUnavailable,
+                     std::string(result.status->message()) + " (" + cluster.note + ")")};
+      return false;
+    case PickResult::Kind::kQueue:
+      break;
+  }
+  miss = {Next::kWait, Status(), Waiting::kEndpoint};
+  return false;
+}
+
+void PickedEndpoint::CountIn(const PickResult& result) {
+  call_end = result;
+  if (result.call_counter != nullptr) counter = result.call_counter->shared_from_this();
+  if (result.locality_stats != nullptr) {
+    locality_stats = result.locality_stats->shared_from_this();
+  }
+}
+
+Task<StatusOr<PickedEndpoint>> CallPicker::PickAfterMiss(
+    CallRequest& request, bool wait_for_ready, std::optional<Loop::Clock::time_point> deadline,
+    std::optional<CallRoute>& route, PickMiss miss) {
+  const std::string_view method = request.path();
+  // Why the call could not go anywhere yet: the deadline's message says it.
+  Status last_failure;
+  auto deadline_error = [&](std::string what) {
+    if (!last_failure.ok()) what += "; last error: " + std::string(last_failure.message());
+    return DeadlineExceededError(std::move(what));
+  };
+  while (true) {
+    if (miss.next == Next::kFail) co_return miss.status;
+    if (miss.next == Next::kWaitOrFail) {
+      // gRPC: without wait_for_ready a call with nothing to go to fails.
+      if (!wait_for_ready) co_return miss.status;
+      last_failure = miss.status;
+      const bool in_time = co_await WaitForChange(deadline);
+      if (!in_time)
+        co_return deadline_error("deadline exceeded waiting for " + std::string(method));
+    } else {
+      if (!miss.status.ok()) last_failure = miss.status;
+      const bool in_time = co_await WaitForChange(deadline);
+      if (!in_time) {
+        switch (miss.waiting) {
+          case Waiting::kConfig:
+            co_return DeadlineExceededError(WaitingForConfig());
+          case Waiting::kResolving:
+            co_return deadline_error("deadline exceeded waiting for " + std::string(method));
+          case Waiting::kEndpoint:
+            break;
+        }
+        // The cluster's last failure (a connection error while it retries).
+        if (Status failure = ClusterFailure(*route); !failure.ok()) last_failure = failure;
+        co_return deadline_error("deadline exceeded while waiting for an endpoint of " +
+                                 route->routes->clusters()[route->cluster]);
+      }
+    }
+    PickedEndpoint picked;
+    if (PickNow(request, route, picked, miss)) co_return picked;
+  }
+}
+
+std::optional<Loop::Clock::time_point> DeadlineOf(const CallOptions& options) {
+  if (!options.timeout.has_value()) return std::nullopt;
+  return Loop::Clock::now() + *options.timeout;
+}
+
+// A6 transparent retry: an attempt the server application cannot have seen
+// is started again through a new pick, within the call's deadline and
+// without backoff. One that never left this client (the connection had
+// received GOAWAY or closed, or closed before the stream's HEADERS were
+// written) any number of times: each such attempt waits for I/O or for a
+// new pick, so this cannot spin. One the server's HTTP/2 layer refused
+// (REFUSED_STREAM, or above a GOAWAY's last stream id) once per call, as
+// gRPC does.
+namespace {
+constexpr int kMaxRefusedAttemptRetries = 1;
+}  // namespace
+
+bool RetryTransparently(http2::ClientCall::Delivery delivery, int& refused_retries,
+                        std::optional<Loop::Clock::time_point> deadline) {
+  using Delivery = http2::ClientCall::Delivery;
+  if (deadline.has_value() && Loop::Clock::now() >= *deadline) return false;
+  if (delivery == Delivery::kNotSent) return true;
+  if (delivery == Delivery::kRefused && refused_retries < kMaxRefusedAttemptRetries) {
+    ++refused_retries;
+    return true;
+  }
+  return false;
+}
+
+Task<StatusOr<UnaryResponse>> RunUnaryCall(CallPicker& picker, Loop& loop, std::string method,
+                                           std::string request, CallOptions options) {
+  const std::optional<Loop::Clock::time_point> deadline = DeadlineOf(options);
+  // What routing reads of the call: views of its method and metadata.
+  const CallHeaders headers(options.metadata);
+  CallRequest call_request(method, headers.headers());
+  std::optional<CallRoute> route;  // A6: a retry keeps the call's route
+  int refused_retries = 0;
+  Status failure;
+  while (true) {
+    PickedEndpoint picked;
+    if (PickMiss miss; !picker.PickNow(call_request, route, picked, miss)) {
+      // Nothing READY at once: the slow path, where the pick may wait.
+      StatusOr<PickedEndpoint> waited = co_await picker.PickAfterMiss(
+          call_request, options.wait_for_ready, deadline, route, std::move(miss));
+      if (!waited.ok()) {
+        failure = waited.status();
+        break;
+      }
+      picked = *std::move(waited);
+    }
+    // The request stays here: a refused attempt is replayed from it.
+    http2::ClientCall::Delivery delivery = http2::ClientCall::Delivery::kMaybeProcessed;
+    StatusOr<std::string> response = co_await http2::UnaryCall(
+        *picked.connection, method, request, options.metadata, deadline, &delivery);
+    if (response.ok()) {
+      CallFinished(picked.call_end, true);
+      co_return UnaryResponse{*std::move(response), picked.peer()};
+    }
+    if (RetryTransparently(delivery, refused_retries, deadline)) {
+      // The attempt reached no backend's application: no call to count.
+      CallNotStarted(picked.call_end);
+      continue;
+    }
+    CallFinished(picked.call_end, false);
+    failure = response.status();
+    break;
+  }
+  // A call that fails at once still lets the loop turn: a caller that calls
+  // again at once in a loop must not starve the tasks (a subchannel's
+  // reconnection, its backoff timer) that would let calls succeed again.
+  co_await loop.Yield();
+  co_return failure;
+}
+
+}  // namespace uxds::client_internal

@@ -1,0 +1,274 @@
+// LoopChannel (include/uxds/client_channel.h): calls from another loop,
+// routed and picked against the channel's published snapshot, each run on
+// this loop's own connection to the picked endpoint. The ownership rules
+// between the loops are in src/client/loop_channel_impl.h.
+#include <algorithm>
+#include <utility>
+
+#include "client/channel_impl.h"
+#include "client/loop_channel_impl.h"
+
+namespace uxds {
+
+using client_internal::CallRequest;
+using client_internal::CallRoute;
+using client_internal::CallSnapshot;
+using client_internal::LoopConnection;
+using client_internal::LoopConnectionUse;
+using client_internal::PickedEndpoint;
+using client_internal::PickMiss;
+
+namespace client_internal {
+
+void ChannelShared::NotifyChange() {
+  std::lock_guard lock(mu);
+  for (const std::shared_ptr<LoopChannel::Impl>& share : shares) {
+    // One wake in flight per share: a burst of changes costs one closure.
+    if (share->wake_posted.exchange(true, std::memory_order_acq_rel)) continue;
+    share->loop.Post([weak = std::weak_ptr<LoopChannel::Impl>(share)] {
+      if (auto s = weak.lock()) {
+        s->wake_posted.store(false, std::memory_order_release);
+        s->WakeWaiters();
+      }
+    });
+  }
+}
+
+void ChannelShared::NotifyEndpointLeft(uint32_t index, uint64_t uid) {
+  std::lock_guard lock(mu);
+  for (const std::shared_ptr<LoopChannel::Impl>& share : shares) {
+    share->loop.Post([weak = std::weak_ptr<LoopChannel::Impl>(share), index, uid] {
+      if (auto s = weak.lock()) s->EndpointLeft(index, uid);
+    });
+  }
+}
+
+LoopConnectionUse::LoopConnectionUse(LoopConnection* connection) : connection_(connection) {
+  ++connection_->uses;
+}
+
+LoopConnectionUse::~LoopConnectionUse() {
+  if (connection_ == nullptr) return;
+  if (--connection_->uses == 0 && connection_->retired) {
+    connection_->owner->MaybeFree(connection_);
+  }
+}
+
+}  // namespace client_internal
+
+namespace {
+
+void Unregister(client_internal::ChannelShared& shared, const LoopChannel::Impl* share) {
+  std::lock_guard lock(shared.mu);
+  std::erase_if(shared.shares, [&](const auto& s) { return s.get() == share; });
+}
+
+}  // namespace
+
+std::unique_ptr<LoopChannel> Channel::OnLoop(Loop& loop) {
+  auto share = std::make_shared<LoopChannel::Impl>(loop, impl_->shared);
+  {
+    std::lock_guard lock(impl_->shared->mu);
+    impl_->shared->shares.push_back(share);
+  }
+  return std::make_unique<LoopChannel>(std::move(share));
+}
+
+LoopChannel::LoopChannel(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+LoopChannel::~LoopChannel() {
+  // Without a Shutdown() (a caller's mistake), at least the channel's loop
+  // stops posting to this one.
+  Unregister(*impl_->shared, impl_.get());
+}
+
+Loop& LoopChannel::loop() const { return impl_->loop; }
+
+size_t LoopChannel::connections() const {
+  size_t open = 0;
+  auto count = [&](const std::unique_ptr<LoopConnection>& c) {
+    if (c != nullptr && c->connection != nullptr && !c->connection->closed()) ++open;
+  };
+  std::for_each(impl_->by_index.begin(), impl_->by_index.end(), count);
+  std::for_each(impl_->retired.begin(), impl_->retired.end(), count);
+  return open;
+}
+
+Task<StatusOr<UnaryResponse>> LoopChannel::UnaryCall(std::string method, std::string request,
+                                                     CallOptions options) {
+  Impl* impl = impl_.get();
+  ++impl->calls_inside;
+  StatusOr<UnaryResponse> reply = co_await client_internal::RunUnaryCall(
+      *impl, impl->loop, std::move(method), std::move(request), std::move(options));
+  if (--impl->calls_inside == 0 && impl->last_call_left != nullptr) impl->last_call_left->Set();
+  co_return reply;
+}
+
+Task<void> LoopChannel::Shutdown() {
+  Impl* impl = impl_.get();
+  co_await impl->shutdown.Run([impl] { return impl->TearDown(); });
+}
+
+Task<void> LoopChannel::Impl::TearDown() {
+  // From here the channel's loop posts nothing more to this one.
+  Unregister(*shared, this);
+  closing = true;
+  WakeWaiters();  // queued calls fail
+  co_await connects.CancelAndJoin();
+  for (std::unique_ptr<LoopConnection>& c : by_index) {
+    if (c != nullptr) Retire(std::move(c));
+  }
+  by_index.clear();
+  // Connections still carrying calls: closing them ends the calls
+  // (UNAVAILABLE); each is freed when its last call has let go of it.
+  for (const std::unique_ptr<LoopConnection>& c : retired) {
+    if (c->connection != nullptr) {
+      closes.Spawn([](http2::ClientConnection* connection) -> Task<void> {
+        co_await connection->Close();
+      }(c->connection.get()));
+    }
+  }
+  if (calls_inside > 0) {
+    Event left(loop);
+    last_call_left = &left;
+    (void)co_await left.Wait();  // the teardown's task is never cancelled
+    last_call_left = nullptr;
+  }
+  co_await closes.Join();
+}
+
+Task<bool> LoopChannel::Impl::WaitForChange(std::optional<Loop::Clock::time_point> deadline) {
+  if (closing) co_return true;
+  if (deadline.has_value() && Loop::Clock::now() >= *deadline) co_return false;
+  Event changed(loop);
+  Timer timer(loop);
+  if (deadline.has_value()) {
+    timer.Start(*deadline - Loop::Clock::now(), [&changed] { changed.Set(); });
+  }
+  waiters.push_back(&changed);
+  const Status waited = co_await changed.Wait();
+  std::erase(waiters, &changed);
+  timer.Cancel();
+  if (!waited.ok()) co_return false;
+  co_return !deadline.has_value() || Loop::Clock::now() < *deadline;
+}
+
+std::string LoopChannel::Impl::WaitingForConfig() const {
+  PickScope scope(shared->snapshots);
+  const auto* snapshot = static_cast<const CallSnapshot*>(scope.picker());
+  std::string waiting = snapshot != nullptr ? snapshot->waiting_for : "";
+  return "deadline exceeded waiting for xDS config" +
+         (waiting.empty() ? std::string() : ": " + waiting);
+}
+
+bool LoopChannel::Impl::PickNow(CallRequest& request, std::optional<CallRoute>& route,
+                                PickedEndpoint& picked, PickMiss& miss) {
+  if (closing) {
+    miss = {PickMiss::Next::kFail, UnavailableError("channel handle shut down")};
+    return false;
+  }
+  PickScope snapshot_scope(shared->snapshots);
+  const auto* snapshot = static_cast<const CallSnapshot*>(snapshot_scope.picker());
+  if (snapshot == nullptr) {
+    miss = {PickMiss::Next::kWait, Status(), PickMiss::Waiting::kConfig};
+    return false;
+  }
+  const client_internal::SnapshotCluster* cluster =
+      client_internal::RouteCall(*snapshot, request, route, miss);
+  if (cluster == nullptr) return false;
+  // The endpoint, and the subchannel it names, live while this scope does.
+  PickScope scope(cluster->lb->picker_slot());
+  PickResult result;
+  if (!client_internal::PickInCluster(*cluster, scope, *route, request, result, miss)) return false;
+  LoopConnection& c = ConnectionFor(result.endpoint->index, *result.endpoint->subchannel);
+  if (c.connection != nullptr && c.connection->usable()) {
+    picked.connection = c.connection.get();
+    picked.peer_address = &c.address;
+    picked.use = LoopConnectionUse(&c);
+    picked.CountIn(result);
+    return true;
+  }
+  CallNotStarted(result);
+  if (c.failed_until.has_value() && Loop::Clock::now() < *c.failed_until) {
+    // This loop could not connect to an endpoint the channel's loop can:
+    // as a TRANSIENT_FAILURE pick, the call fails or waits for ready.
+    miss = {PickMiss::Next::kWaitOrFail, c.last_failure};
+    return false;
+  }
+  if (!c.connecting) {
+    c.connecting = true;
+    connects.Spawn(Connect(&c));
+  }
+  miss = {PickMiss::Next::kWait, c.last_failure, PickMiss::Waiting::kEndpoint};
+  return false;
+}
+
+LoopConnection& LoopChannel::Impl::ConnectionFor(uint32_t index, const Subchannel& subchannel) {
+  if (index >= by_index.size()) by_index.resize(index + 1);
+  std::unique_ptr<LoopConnection>& slot = by_index[index];
+  // The index is another endpoint's now, or the connection went away
+  // (GOAWAY, closed): a new one, while calls on the old one finish.
+  if (slot != nullptr && (slot->uid != subchannel.uid() ||
+                          (slot->connection != nullptr && !slot->connection->usable()))) {
+    Retire(std::move(slot));
+  }
+  if (slot == nullptr) {
+    slot = std::make_unique<LoopConnection>();
+    slot->owner = this;
+    slot->uid = subchannel.uid();
+    slot->address = subchannel.address();
+    slot->socket_address = subchannel.socket_address();
+  }
+  return *slot;
+}
+
+void LoopChannel::Impl::Retire(std::unique_ptr<LoopConnection> connection) {
+  connection->retired = true;
+  LoopConnection* raw = connection.get();
+  retired.push_back(std::move(connection));
+  MaybeFree(raw);
+}
+
+void LoopChannel::Impl::MaybeFree(LoopConnection* connection) {
+  if (connection->uses > 0 || connection->connecting) return;
+  auto it = std::find_if(retired.begin(), retired.end(),
+                         [&](const auto& c) { return c.get() == connection; });
+  if (it == retired.end()) return;
+  std::unique_ptr<LoopConnection> doomed = std::move(*it);
+  retired.erase(it);
+  closes.Spawn(CloseAndFree(std::move(doomed)));
+}
+
+Task<void> LoopChannel::Impl::CloseAndFree(std::unique_ptr<LoopConnection> connection) {
+  if (connection->connection != nullptr) co_await connection->connection->Close();
+}
+
+Task<void> LoopChannel::Impl::Connect(LoopConnection* c) {
+  StatusOr<std::unique_ptr<http2::ClientConnection>> connected =
+      co_await http2::ClientConnection::Connect(loop, c->socket_address, shared->connection);
+  if (connected.ok()) {
+    c->connection = *std::move(connected);
+    c->last_failure = Status();
+    c->failed_until.reset();
+  } else if (!closing) {
+    c->last_failure = Status(StatusCode::kUnavailable,
+                             "connecting to " + c->address +
+                                 " from this loop: " + std::string(connected.status().message()));
+    c->failed_until = Loop::Clock::now() + shared->retry_delay;
+    // Calls waiting for ready pick again once the delay is over.
+    if (!c->retired) {
+      WakeWaiters();
+      (void)co_await SleepUntil(loop, *c->failed_until);
+    }
+  }
+  c->connecting = false;
+  if (c->retired) MaybeFree(c);
+  WakeWaiters();
+}
+
+void LoopChannel::Impl::EndpointLeft(uint32_t index, uint64_t uid) {
+  if (index >= by_index.size() || by_index[index] == nullptr || by_index[index]->uid != uid) return;
+  Retire(std::move(by_index[index]));
+}
+
+}  // namespace uxds

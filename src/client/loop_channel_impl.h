@@ -1,0 +1,118 @@
+// A Channel called from other loops (#25): what the channel's loop shares
+// with them (ChannelShared), and one loop's share (LoopChannel::Impl):
+// its connections, one per endpoint it sent calls to, and its queued
+// calls.
+//
+// Ownership across threads:
+// - The channel's loop publishes CallSnapshots into ChannelShared::snapshots;
+//   a loop reads them only inside a PickScope (epoch reclamation).
+// - It tells the registered shares of changes (wake queued calls) and of
+//   endpoints that left (close their connections) by posting closures to
+//   their loops, under `mu`. A share unregisters under `mu` when it shuts
+//   down, so once Shutdown() has unregistered, nothing posts to its loop:
+//   the loop may end after the share's Shutdown() returns.
+// - A posted closure holds the share weakly: it finds nothing once the
+//   share (destroyed on its own loop) is gone.
+// - A share's connections, calls and tasks live on its loop alone.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "client/call_snapshot.h"
+#include "http2/client_connection.h"
+#include "runtime/shutdown_once.h"
+#include "runtime/socket_address.h"
+#include "uxds/client_channel.h"
+#include "uxds/loop.h"
+
+namespace uxds::client_internal {
+
+struct ChannelShared {
+  // Where the channel's loop publishes what calls are routed and picked by.
+  PickerSlot snapshots;
+  // The other loops' connections: the channel's connection options, with
+  // this connect timeout (gRPC's min_connect_timeout) and this wait after
+  // a failed connect before the next (the initial backoff).
+  http2::ClientConnectionOptions connection;
+  std::chrono::milliseconds retry_delay{1000};
+
+  // Channel's loop: wakes every share's queued calls (one posted closure
+  // per share until it has run).
+  void NotifyChange();
+  // Channel's loop: endpoint `index` (subchannel `uid`) left every picker;
+  // each share closes its connection to it once its calls have ended.
+  void NotifyEndpointLeft(uint32_t index, uint64_t uid);
+
+  std::mutex mu;
+  std::vector<std::shared_ptr<LoopChannel::Impl>> shares;  // guarded by mu
+};
+
+// One loop's connection to one endpoint.
+struct LoopConnection {
+  LoopChannel::Impl* owner = nullptr;
+  uint64_t uid = 0;  // the subchannel's: which endpoint this is
+  std::string address;
+  SocketAddress socket_address;
+  std::unique_ptr<http2::ClientConnection> connection;
+  bool connecting = false;  // a connect (or its retry delay) is running
+  bool retired = false;     // closed and freed once unused
+  size_t uses = 0;          // calls on `connection`
+  Status last_failure;
+  std::optional<Loop::Clock::time_point> failed_until;  // after a failed connect
+};
+
+}  // namespace uxds::client_internal
+
+namespace uxds {
+
+struct LoopChannel::Impl final : client_internal::CallPicker,
+                                 std::enable_shared_from_this<LoopChannel::Impl> {
+  Impl(Loop& loop, std::shared_ptr<client_internal::ChannelShared> shared)
+      : loop(loop), shared(std::move(shared)), connects(loop), closes(loop), shutdown(loop) {}
+
+  bool PickNow(client_internal::CallRequest& request,
+               std::optional<client_internal::CallRoute>& route,
+               client_internal::PickedEndpoint& picked, client_internal::PickMiss& miss) override;
+  Task<bool> WaitForChange(std::optional<Loop::Clock::time_point> deadline) override;
+  std::string WaitingForConfig() const override;
+  Status ClusterFailure(const client_internal::CallRoute&) const override { return Status(); }
+
+  // This loop's connection to the endpoint at `index`, made for `subchannel`
+  // (the one there now) if the one held is another's.
+  client_internal::LoopConnection& ConnectionFor(uint32_t index, const Subchannel& subchannel);
+  // No new call goes to `connection`; it is closed and freed once unused.
+  void Retire(std::unique_ptr<client_internal::LoopConnection> connection);
+  // Frees a retired connection once nothing uses or connects it.
+  void MaybeFree(client_internal::LoopConnection* connection);
+  Task<void> Connect(client_internal::LoopConnection* connection);
+  static Task<void> CloseAndFree(std::unique_ptr<client_internal::LoopConnection> connection);
+  void EndpointLeft(uint32_t index, uint64_t uid);
+  void WakeWaiters() {
+    for (Event* waiter : std::exchange(waiters, {})) waiter->Set();
+  }
+  Task<void> TearDown();
+
+  Loop& loop;
+  const std::shared_ptr<client_internal::ChannelShared> shared;
+  // Set (any thread) while a wake is posted and has not run.
+  std::atomic<bool> wake_posted{false};
+  // By Endpoint::index.
+  std::vector<std::unique_ptr<client_internal::LoopConnection>> by_index;
+  std::vector<std::unique_ptr<client_internal::LoopConnection>> retired;
+  std::vector<Event*> waiters;
+  // Calls inside UnaryCall(): the teardown waits until the last has left.
+  size_t calls_inside = 0;
+  Event* last_call_left = nullptr;
+  TaskGroup connects;  // cancelled by the teardown
+  TaskGroup closes;    // joined by the teardown
+  bool closing = false;
+  ShutdownOnce shutdown;
+};
+
+}  // namespace uxds

@@ -1,0 +1,305 @@
+// LoopChannel: one Channel called from four loops at once (#25). Each
+// call routes, hashes and picks on its own loop's thread against what the
+// channel's loop published, and runs on that loop's own connection to the
+// endpoint; the config changes underneath every few milliseconds; an
+// endpoint that leaves is closed on every loop; Shutdown() of the channel
+// with calls running on every loop ends them all.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "channel_fixture.h"
+#include "channel_test_resources.h"
+#include "test_service/test_service.h"
+#include "uxds/client_channel.h"
+
+namespace uxds::testing {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr int kLoops = 4;
+
+// What a loop's calls ended with.
+struct Outcomes {
+  std::mutex mu;
+  std::map<std::string, int> by_peer_or_code;  // peer, or the status code's name
+  std::vector<std::string> unexpected;         // failures no config allows
+  int calls = 0;
+  int off_loop = 0;  // calls that resumed on another thread
+};
+
+class LoopChannelTest : public ChannelFixture {
+ protected:
+  void SetUp() override {
+    ChannelFixture::SetUp();
+    for (int i = 0; i < kLoops; ++i) {
+      auto thread = LoopThread::Start();
+      ASSERT_TRUE(thread.ok()) << thread.status().ToString();
+      callers_.push_back(*std::move(thread));
+    }
+  }
+  void TearDown() override {
+    ShutdownHandles();
+    ChannelFixture::TearDown();
+    callers_.clear();
+  }
+
+  void OpenHandles() {
+    for (auto& caller : callers_) handles_.push_back(channel_->OnLoop(caller->loop()));
+  }
+  void ShutdownHandles() {
+    for (size_t i = 0; i < handles_.size(); ++i) {
+      if (handles_[i] == nullptr) continue;
+      std::promise<void> done;
+      callers_[i]->RunSync([&] {
+        callers_[i]->loop().Spawn([](LoopChannel* h, std::promise<void>* d) -> Task<void> {
+          co_await h->Shutdown();
+          co_await h->Shutdown();  // twice: the second returns at once
+          d->set_value();
+        }(handles_[i].get(), &done));
+      });
+      done.get_future().get();
+      callers_[i]->RunSync([&] { handles_[i].reset(); });
+    }
+    handles_.clear();
+  }
+  void ShutdownChannel() {
+    RunOnControl<bool>([this]() -> Task<bool> {
+      co_await channel_->Shutdown();
+      co_return true;
+    });
+  }
+
+  // Starts `count` calls one after another on every loop (or until `stop`);
+  // the future is ready once every loop's calls have ended.
+  std::vector<std::future<void>> CallOnEveryLoop(const std::string& method, int count,
+                                                 CallOptions options, Outcomes& out,
+                                                 const std::set<std::string>& allowed_failures,
+                                                 std::atomic<bool>* stop = nullptr) {
+    std::vector<std::future<void>> ended;
+    for (size_t i = 0; i < handles_.size(); ++i) {
+      auto done = std::make_shared<std::promise<void>>();
+      ended.push_back(done->get_future());
+      LoopChannel* handle = handles_[i].get();
+      callers_[i]->RunSync([&, handle, done] {
+        handle->loop().Spawn([](LoopChannel* h, std::string method, int count, CallOptions options,
+                                Outcomes* out, std::set<std::string> allowed,
+                                std::atomic<bool>* stop,
+                                std::shared_ptr<std::promise<void>> done) -> Task<void> {
+          const std::thread::id here = std::this_thread::get_id();
+          for (int n = 0; n < count && (stop == nullptr || !stop->load()); ++n) {
+            StatusOr<UnaryResponse> reply = co_await h->UnaryCall(method, "", options);
+            std::lock_guard lock(out->mu);
+            ++out->calls;
+            if (std::this_thread::get_id() != here) ++out->off_loop;
+            const std::string key =
+                reply.ok() ? reply->peer : std::string(StatusCodeName(reply.status().code()));
+            ++out->by_peer_or_code[key];
+            if (!reply.ok() && !allowed.contains(key)) {
+              out->unexpected.push_back(reply.status().ToString());
+            }
+          }
+          done->set_value();
+        }(handle, method, count, options, &out, allowed_failures, stop, done));
+      });
+    }
+    return ended;
+  }
+
+  // Until the channel's round_robin answers from endpoints 0 and 1 (both
+  // READY, so every loop's picks reach both).
+  void WaitUntilBothReady() {
+    CallOptions options;
+    options.wait_for_ready = true;
+    for (int round = 0; round < 100; ++round) {
+      std::map<std::string, int> seen = CountCalls(test_service::kEmptyCall, 4, options);
+      if (seen[addresses_[0]] > 0 && seen[addresses_[1]] > 0) return;
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+    FAIL() << "endpoints 0 and 1 never both READY";
+  }
+
+  // Open connections of loop i's handle, read on its loop.
+  size_t ConnectionsOf(size_t i) {
+    size_t n = 0;
+    callers_[i]->RunSync([&] { n = handles_[i]->connections(); });
+    return n;
+  }
+
+  std::vector<std::unique_ptr<LoopThread>> callers_;
+  std::vector<std::unique_ptr<LoopChannel>> handles_;
+};
+
+void WaitAll(std::vector<std::future<void>>& ended) {
+  for (auto& f : ended) {
+    ASSERT_EQ(f.wait_for(std::chrono::seconds(60)), std::future_status::ready)
+        << "a loop's calls hang";
+  }
+}
+
+// Round robin over two endpoints, every call from every loop READY: each
+// loop opens its own connection to each endpoint, and every call resumes
+// on the loop that made it.
+TEST_F(LoopChannelTest, CallsFromFourLoopsRunOnTheirOwnLoopsAndConnections) {
+  ASSERT_TRUE(cp_->SetResources(
+      kLdsType, {{"svc", ApiListenerWithRoutes("svc", "svc", {{"", "main"}})}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(kCdsType, {{"main", ValidCluster("main", "s-main")}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(
+      kEdsType, {{"s-main", EndpointsAt("s-main", {addresses_[0], addresses_[1]})}}, "1"));
+  CreateChannel("xds:///svc");
+  WaitUntilBothReady();
+  OpenHandles();
+  CallOptions options;
+  options.timeout = std::chrono::seconds(10);
+  options.wait_for_ready = true;
+  Outcomes out;
+  auto ended = CallOnEveryLoop(test_service::kEmptyCall, 50, options, out, {});
+  WaitAll(ended);
+  EXPECT_EQ(out.calls, kLoops * 50);
+  EXPECT_EQ(out.off_loop, 0);
+  EXPECT_TRUE(out.unexpected.empty()) << out.unexpected.front();
+  EXPECT_GT(out.by_peer_or_code[addresses_[0]], 0);
+  EXPECT_GT(out.by_peer_or_code[addresses_[1]], 0);
+  for (size_t i = 0; i < handles_.size(); ++i) EXPECT_EQ(ConnectionsOf(i), 2u) << "loop " << i;
+}
+
+// An endpoint that leaves the config is closed on every loop that had a
+// connection to it; the other stays.
+TEST_F(LoopChannelTest, AnEndpointRemovedClosesItsConnectionsOnEveryLoop) {
+  ASSERT_TRUE(cp_->SetResources(
+      kLdsType, {{"svc", ApiListenerWithRoutes("svc", "svc", {{"", "main"}})}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(kCdsType, {{"main", ValidCluster("main", "s-main")}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(
+      kEdsType, {{"s-main", EndpointsAt("s-main", {addresses_[0], addresses_[1]})}}, "1"));
+  CreateChannel("xds:///svc");
+  WaitUntilBothReady();
+  OpenHandles();
+  CallOptions options;
+  options.timeout = std::chrono::seconds(10);
+  options.wait_for_ready = true;
+  Outcomes out;
+  auto ended = CallOnEveryLoop(test_service::kEmptyCall, 20, options, out, {});
+  WaitAll(ended);
+  for (size_t i = 0; i < handles_.size(); ++i) ASSERT_EQ(ConnectionsOf(i), 2u) << "loop " << i;
+  ASSERT_TRUE(
+      cp_->SetResources(kEdsType, {{"s-main", EndpointsAt("s-main", {addresses_[1]})}}, "2"));
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (size_t i = 0; i < handles_.size(); ++i) {
+    while (ConnectionsOf(i) != 1 && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(milliseconds(5));
+    }
+    EXPECT_EQ(ConnectionsOf(i), 1u) << "loop " << i;
+  }
+  Outcomes after;
+  auto again = CallOnEveryLoop(test_service::kEmptyCall, 10, options, after, {});
+  WaitAll(again);
+  EXPECT_EQ(after.by_peer_or_code[addresses_[1]], kLoops * 10);
+}
+
+// Calls from four loops while the routes, the clusters and the endpoints
+// change every few milliseconds. Every config sends every call to a
+// serving backend, so every call must succeed (waiting for ready through
+// each change), and none may hang. Then Shutdown() of the channel with
+// calls still running on every loop: each ends, OK or UNAVAILABLE.
+TEST_F(LoopChannelTest, CallsFromFourLoopsWhileTheConfigChurns) {
+  ASSERT_TRUE(cp_->SetResources(kLdsType,
+                                {{"svc", ApiListenerWithRoutes("svc", "svc", {{"", "a"}})}}, "0"));
+  ASSERT_TRUE(cp_->SetResources(
+      kCdsType, {{"a", ValidCluster("a", "s-a")}, {"b", ValidCluster("b", "s-b")}}, "0"));
+  ASSERT_TRUE(cp_->SetResources(
+      kEdsType,
+      {{"s-a", EndpointsAt("s-a", {addresses_[0]})}, {"s-b", EndpointsAt("s-b", {addresses_[1]})}},
+      "0"));
+  CreateChannel("xds:///svc");
+  OpenHandles();
+  CallOptions options;
+  options.timeout = std::chrono::seconds(20);
+  options.wait_for_ready = true;
+  Outcomes out;
+  std::atomic<bool> stop{false};
+  auto ended = CallOnEveryLoop(test_service::kEmptyCall, 1 << 30, options, out, {}, &stop);
+  for (int version = 1; version <= 60; ++version) {
+    const std::string v = std::to_string(version);
+    switch (version % 3) {
+      case 0:  // the route moves to the other cluster
+        ASSERT_TRUE(cp_->SetResources(
+            kLdsType,
+            {{"svc", ApiListenerWithRoutes("svc", "svc", {{"", version % 2 == 0 ? "a" : "b"}})}},
+            v));
+        break;
+      case 1:  // each cluster's endpoints move
+        ASSERT_TRUE(cp_->SetResources(
+            kEdsType,
+            {{"s-a", EndpointsAt("s-a", {addresses_[(version / 3) % 2 == 0 ? 2 : 0]})},
+             {"s-b", EndpointsAt("s-b", {addresses_[(version / 3) % 2], addresses_[2]})}},
+            v));
+        break;
+      case 2:  // a cluster's service name changes (a new tree)
+        ASSERT_TRUE(cp_->SetResources(kCdsType,
+                                      {{"a", ValidCluster("a", "s-a")},
+                                       {"b", ValidCluster("b", version % 2 == 0 ? "s-b" : "s-a")}},
+                                      v));
+        break;
+    }
+    std::this_thread::sleep_for(milliseconds(3));
+  }
+  std::this_thread::sleep_for(milliseconds(50));
+  {
+    std::lock_guard lock(out.mu);
+    EXPECT_TRUE(out.unexpected.empty()) << out.unexpected.front();
+    EXPECT_GT(out.calls, 0);
+  }
+  // Calls still running on every loop: the channel shuts down under them.
+  Outcomes* outcomes = &out;
+  {
+    std::lock_guard lock(outcomes->mu);
+    outcomes->unexpected.clear();
+  }
+  ShutdownChannel();
+  stop = true;
+  WaitAll(ended);
+  std::lock_guard lock(out.mu);
+  EXPECT_EQ(out.off_loop, 0);
+  for (const auto& [key, count] : out.by_peer_or_code) {
+    std::cout << "  " << key << ": " << count << " calls\n";
+  }
+  for (const std::string& failure : out.unexpected) {
+    // After Shutdown() a call fails UNAVAILABLE ("channel shut down", or its
+    // connection closed under it); nothing else.
+    EXPECT_NE(failure.find("UNAVAILABLE"), std::string::npos) << failure;
+  }
+}
+
+// Calls queued on every loop (no config yet) end at once when the channel
+// shuts down, not at their deadline; later calls fail at once.
+TEST_F(LoopChannelTest, ShutdownEndsTheCallsQueuedOnEveryLoop) {
+  CreateChannel("xds:///nothing-served");
+  OpenHandles();
+  CallOptions options;
+  options.timeout = std::chrono::seconds(60);
+  options.wait_for_ready = true;
+  Outcomes out;
+  auto ended = CallOnEveryLoop(test_service::kEmptyCall, 1, options, out, {"UNAVAILABLE"});
+  std::this_thread::sleep_for(milliseconds(100));
+  const auto started = std::chrono::steady_clock::now();
+  ShutdownChannel();
+  for (auto& f : ended) {
+    ASSERT_EQ(f.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(20));
+  std::lock_guard lock(out.mu);
+  EXPECT_EQ(out.by_peer_or_code["UNAVAILABLE"], kLoops);
+}
+
+}  // namespace
+}  // namespace uxds::testing
