@@ -145,6 +145,31 @@ TEST_F(CallToolTest, PrintsOneLinePerCallAndASummary) {
   EXPECT_LE(latency["p99"].get<int64_t>(), latency["max"].get<int64_t>());
 }
 
+// --loops 3: the calls run on the channel's loop and two more (each with
+// its own LoopChannel and connections); every call is counted once, every
+// line is whole, and round robin still reaches both backends.
+TEST_F(CallToolTest, CallsFromSeveralLoopsAreEachCountedOnce) {
+  ServeRoutes();
+  ToolRun run =
+      RunTool(UXDS_TOOL_PATH, {"call", "--bootstrap", bootstrap_, "xds:///svc", "-n", "300",
+                               "--concurrency", "9", "--loops", "3", "--wait-for-ready"});
+  EXPECT_EQ(run.exit_code, 0);
+  std::vector<json> lines = Parse(run);
+  ASSERT_EQ(lines.size(), 301u);
+  std::set<int> indices;
+  for (size_t i = 0; i < 300; ++i) {
+    EXPECT_EQ(lines[i]["status"], "OK") << lines[i].dump();
+    indices.insert(lines[i]["call"].get<int>());
+  }
+  EXPECT_EQ(indices.size(), 300u);
+  EXPECT_EQ(*indices.rbegin(), 299);
+  const json& summary = lines[300]["summary"];
+  EXPECT_EQ(summary["calls"], 300);
+  EXPECT_EQ(summary["by_status"], json({{"OK", 300}}));
+  EXPECT_GT(summary["by_backend"]["host-0"].get<int>(), 0);
+  EXPECT_GT(summary["by_backend"]["host-1"].get<int>(), 0);
+}
+
 // --summary-only (what benchmarks use for 10^5 calls): the summary line
 // alone, counting every call as the per-call lines would have.
 TEST_F(CallToolTest, SummaryOnlyPrintsTheSummaryAlone) {
@@ -296,7 +321,10 @@ TEST_F(CallToolTest, SigintDoesNotWaitForTheDeadlinesOfCallsInFlight) {
   ASSERT_EQ(getsockname(silent, reinterpret_cast<sockaddr*>(&address), &size), 0);
   Subprocess call = Subprocess::Start({UXDS_TOOL_PATH, "call",
                                        "127.0.0.1:" + std::to_string(ntohs(address.sin_port)), "-n",
-                                       "3", "--concurrency", "3", "--deadline-ms", "600000"});
+                                       "3", "--concurrency", "3", "--deadline-ms", "600000",
+                                       // One loop: all three calls start before its connection
+                                       // is up (another loop's could start after the signal).
+                                       "--loops", "1"});
   // Its connection is up: the calls are in flight.
   pollfd accepting = {silent, POLLIN, 0};
   ASSERT_EQ(poll(&accepting, 1, 30'000), 1);

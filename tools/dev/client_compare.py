@@ -195,7 +195,8 @@ class Clients:
         deadline = str(self.args.deadline_ms)
         if name == UXDS:
             return [self.args.uxds, "call", "--summary-only", "--wait-for-ready", "--deadline-ms",
-                    deadline, "-n", str(calls), "--concurrency", str(concurrency), f"xds:///{TARGET}"]
+                    deadline, "-n", str(calls), "--concurrency", str(concurrency),
+                    "--loops", str(self.args.uxds_loops), f"xds:///{TARGET}"]
         return [self.args.grpc_client, "--calls", str(calls), "--concurrency", str(concurrency),
                 "--deadline-ms", deadline, "--response-size", "0", f"xds:///{TARGET}"]
 
@@ -239,6 +240,8 @@ def main():
                         help="about how long the slower client's round lasts (N from a warm-up)")
     parser.add_argument("--calls", type=int, help="calls per run at every concurrency (no warm-up)")
     parser.add_argument("--deadline-ms", type=int, default=5000)
+    parser.add_argument("--uxds-loops", type=int, default=2,
+                        help="loops uxds call makes its calls on (its channel's and LoopChannels)")
     parser.add_argument("--perf-record",
                         help="instead of measuring: one run of `uxds call` (--calls at the first --concurrency)"
                              " under `perf record`, its data written to this file")

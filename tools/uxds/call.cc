@@ -20,6 +20,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -34,6 +35,7 @@
 #include "latency_histogram.h"
 #include "uxds/bootstrap.h"
 #include "uxds/client_channel.h"
+#include "uxds/log.h"
 #include "uxds/runtime.h"
 #include "uxds/xds_client_pool.h"
 
@@ -67,6 +69,8 @@ struct CallArgs {
   // Benches make 10^5 calls and read the summary alone: no line per call
   // (nor its formatting cost in the CPU they measure).
   bool summary_only = false;
+  // Loops making calls (the channel's and loops - 1 more); 0: one per CPU.
+  int64_t loops = 0;
 };
 
 // What the calls did, summed up as they end (constant memory in -n).
@@ -89,37 +93,80 @@ std::string BackendOf(const std::string& method, const UnaryResponse& response) 
   return response.peer;
 }
 
-struct CallRun {
-  Channel& channel;
+// What the calls of every loop share: the plan, the next call's index, and
+// whether (and why) no new call starts.
+struct CallPlan {
+  CallPlan(Loop& main, const CallArgs& a) : args(a), main_loop(main), stop_requested(main) {}
+
   const CallArgs& args;
   CallOptions options;
   std::string request;
-  int64_t next = 0;  // the index of the next call to start
-  Tally tally;
-  // Why no new call starts ("SIGINT", "stdout"); empty while calls go on.
-  std::string stopped_by;
-  Event stop_requested;
-  TaskGroup workers;
+  std::atomic<int64_t> next{0};  // the index of the next call to start
+  std::atomic<bool> stopping{false};
+  Loop& main_loop;
+  Event stop_requested;  // main loop
+  // Main loop: cancels every loop's calls in flight.
+  std::function<void()> cancel_all;
 
-  CallRun(Loop& loop, Channel& c, const CallArgs& a)
-      : channel(c), args(a), stop_requested(loop), workers(loop) {}
-
+  // Any thread: no new call starts; a second stop cancels the calls in
+  // flight at once.
   void Stop(std::string why) {
-    if (!stopped_by.empty()) {
-      workers.Cancel();  // a second signal: no grace
-      return;
+    bool second = false;
+    {
+      std::lock_guard lock(mu_);
+      second = !stopped_by_.empty();
+      if (!second) stopped_by_ = std::move(why);
     }
-    stopped_by = std::move(why);
-    stop_requested.Set();
+    stopping.store(true, std::memory_order_relaxed);
+    main_loop.Post([this, second] {
+      if (second) {
+        cancel_all();
+      } else {
+        stop_requested.Set();
+      }
+    });
+  }
+  std::string stopped_by() {
+    std::lock_guard lock(mu_);
+    return stopped_by_;
   }
 
-  // One of `concurrency` workers: takes the next call until none is left
-  // or a stop was asked for.
+  // After a stop: the calls in flight get kInFlightGrace, then are cancelled.
+  Task<void> CancelAfterGrace() {
+    const Status stopped = co_await stop_requested.Wait();
+    if (!stopped.ok()) co_return;  // every call ended first
+    const Status slept = co_await SleepFor(main_loop, kInFlightGrace);
+    if (slept.ok()) cancel_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::string stopped_by_;  // "SIGINT", "stdout"; empty while calls go on
+};
+
+using UnaryCaller = std::function<Task<StatusOr<UnaryResponse>>(
+    std::string method, std::string request, CallOptions options)>;
+
+// One loop's workers and what their calls did.
+struct LoopCalls {
+  LoopCalls(Loop& l, CallPlan& p, UnaryCaller c)
+      : loop(l), plan(p), call(std::move(c)), workers(l) {}
+
+  Loop& loop;
+  CallPlan& plan;
+  UnaryCaller call;
+  Tally tally;
+  TaskGroup workers;
+
+  // One of the loop's workers: takes the next call until none is left or
+  // a stop was asked for.
   Task<void> Worker() {
-    while (next < args.count && stopped_by.empty()) {
-      const int64_t index = next++;
+    const CallArgs& args = plan.args;
+    while (!plan.stopping.load(std::memory_order_relaxed)) {
+      const int64_t index = plan.next.fetch_add(1, std::memory_order_relaxed);
+      if (index >= args.count) break;
       const Clock::time_point start = Clock::now();
-      StatusOr<UnaryResponse> reply = co_await channel.UnaryCall(args.method, request, options);
+      StatusOr<UnaryResponse> reply = co_await call(args.method, plan.request, plan.options);
       const int64_t latency_us =
           std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
       const std::string status(
@@ -141,21 +188,21 @@ struct CallRun {
       line["status"] = status;
       if (!reply.ok()) line["message"] = reply.status().message();
       line["latency_us"] = latency_us;
+      // One fwrite per line: stdio's lock keeps lines of several loops whole.
       const std::string text = Dump(line) + "\n";
       if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::ferror(stdout)) {
-        Stop("stdout");
+        plan.Stop("stdout");
       }
     }
   }
-
-  // After a stop: the calls in flight get kInFlightGrace, then are cancelled.
-  Task<void> CancelAfterGrace(Loop& loop) {
-    const Status stopped = co_await stop_requested.Wait();
-    if (!stopped.ok()) co_return;  // every call ended first
-    const Status slept = co_await SleepFor(loop, kInFlightGrace);
-    if (slept.ok()) workers.Cancel();
-  }
 };
+
+void MergeInto(Tally& sum, const Tally& part) {
+  sum.calls += part.calls;
+  for (const auto& [backend, n] : part.by_backend) sum.by_backend[backend] += n;
+  for (const auto& [status, n] : part.by_status) sum.by_status[status] += n;
+  sum.latency.Merge(part.latency);
+}
 
 // Percentiles come from the histogram (within 0.4%), max is exact.
 json Summary(const Tally& tally, const std::string& stopped_by, Clock::duration elapsed) {
@@ -226,34 +273,106 @@ Task<StatusOr<json>> RunCalls(Loop& loop, const CallArgs& args, std::optional<Bo
   }
   StatusOr<std::unique_ptr<Channel>> channel = Channel::Create(loop, args.target, channel_options);
   if (!channel.ok()) co_return channel.status();
-  CallRun run(loop, **channel, args);
-  run.options.timeout = std::chrono::milliseconds(args.deadline_ms);
-  run.options.wait_for_ready = args.wait_for_ready;
+  CallPlan plan(loop, args);
+  plan.options.timeout = std::chrono::milliseconds(args.deadline_ms);
+  plan.options.wait_for_ready = args.wait_for_ready;
   for (const std::string& header : args.headers) {
     const size_t equals = header.find('=');
     std::string name = header.substr(0, equals);
     std::transform(name.begin(), name.end(), name.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    run.options.metadata.emplace_back(std::move(name), header.substr(equals + 1));
+    plan.options.metadata.emplace_back(std::move(name), header.substr(equals + 1));
   }
   // An empty SimpleRequest (or Empty) is a valid request of the
   // TestService's methods; other methods get empty bytes too.
+
+  // The calls' loops: this one (the channel's), and loops - 1 more, each on
+  // its own thread with its own LoopChannel; the workers are spread evenly.
+  const int64_t worker_count = std::min<int64_t>(args.concurrency, args.count);
+  const int loop_count = static_cast<int>(std::clamp<int64_t>(args.loops, 1, worker_count));
+  Channel& shared_channel = **channel;
+  std::vector<std::unique_ptr<LoopCalls>> per_loop;
+  per_loop.push_back(std::make_unique<LoopCalls>(
+      loop, plan, [&shared_channel](std::string method, std::string request, CallOptions options) {
+        return shared_channel.UnaryCall(std::move(method), std::move(request), std::move(options));
+      }));
+  std::vector<std::unique_ptr<LoopThread>> threads;
+  std::vector<std::unique_ptr<LoopChannel>> handles;
+  for (int i = 1; i < loop_count; ++i) {
+    StatusOr<std::unique_ptr<LoopThread>> thread = LoopThread::Start();
+    if (!thread.ok()) {
+      Log(LogSeverity::kWarning, "uxds call: a loop of its own failed to start (" +
+                                     thread.status().ToString() + "); calls on fewer loops");
+      break;
+    }
+    threads.push_back(*std::move(thread));
+    handles.push_back(shared_channel.OnLoop(threads.back()->loop()));
+    LoopChannel* handle = handles.back().get();
+    per_loop.push_back(std::make_unique<LoopCalls>(
+        threads.back()->loop(), plan,
+        [handle](std::string method, std::string request, CallOptions options) {
+          return handle->UnaryCall(std::move(method), std::move(request), std::move(options));
+        }));
+  }
+  plan.cancel_all = [&per_loop] {
+    for (const auto& calls : per_loop) {
+      LoopCalls* c = calls.get();
+      c->loop.Post([c] { c->workers.Cancel(); });
+    }
+  };
   std::optional<SignalWatcher> signal_watcher;
   if (signals != nullptr) {
     signal_watcher.emplace(loop, *signals,
-                           [&run](int sig) { run.Stop(sig == SIGINT ? "SIGINT" : "SIGTERM"); });
+                           [&plan](int sig) { plan.Stop(sig == SIGINT ? "SIGINT" : "SIGTERM"); });
   }
   const Clock::time_point start = Clock::now();
   TaskGroup grace(loop);
-  grace.Spawn(run.CancelAfterGrace(loop));
-  for (int64_t i = 0; i < std::min<int64_t>(args.concurrency, args.count); ++i)
-    run.workers.Spawn(run.Worker());
-  co_await run.workers.Join();
+  grace.Spawn(plan.CancelAfterGrace());
+  // The other loops run their workers, then shut their handle down, and
+  // tell this loop.
+  const int64_t loops_running = static_cast<int64_t>(threads.size()) + 1;
+  size_t others_running = threads.size();
+  Event others_done(loop);
+  if (others_running == 0) others_done.Set();
+  for (size_t i = 0; i < threads.size(); ++i) {
+    const int64_t workers =
+        worker_count / loops_running + (static_cast<int64_t>(i + 1) < worker_count % loops_running);
+    LoopCalls* calls = per_loop[i + 1].get();
+    LoopChannel* handle = handles[i].get();
+    auto finished = [&loop, &others_running, &others_done] {
+      loop.Post([&others_running, &others_done] {
+        if (--others_running == 0) others_done.Set();
+      });
+    };
+    threads[i]->RunSync([&] {
+      threads[i]->loop().Spawn([](LoopCalls* calls, LoopChannel* handle, int64_t workers,
+                                  std::function<void()> finished) -> Task<void> {
+        for (int64_t w = 0; w < workers; ++w) calls->workers.Spawn(calls->Worker());
+        co_await calls->workers.Join();
+        co_await handle->Shutdown();
+        finished();
+      }(calls, handle, workers, finished));
+    });
+  }
+  const int64_t own_workers = worker_count / loops_running + (0 < worker_count % loops_running);
+  for (int64_t w = 0; w < own_workers; ++w) per_loop[0]->workers.Spawn(per_loop[0]->Worker());
+  co_await per_loop[0]->workers.Join();
+  (void)co_await others_done.Wait();
   const Clock::duration elapsed = Clock::now() - start;
-  signal_watcher.reset();  // before `run`: its posts reach `run`
+  signal_watcher.reset();  // before `plan`: its posts reach `plan`
   co_await grace.CancelAndJoin();
+  Tally tally;
+  for (const auto& calls : per_loop) MergeInto(tally, calls->tally);
+  // Each other loop's handle and workers go on that loop, before it ends.
+  for (size_t i = 0; i < threads.size(); ++i) {
+    threads[i]->RunSync([&] {
+      handles[i].reset();
+      per_loop[i + 1].reset();
+    });
+  }
+  threads.clear();
   co_await (*channel)->Shutdown();
-  co_return Summary(run.tally, run.stopped_by, elapsed);
+  co_return Summary(tally, plan.stopped_by(), elapsed);
 }
 
 // CLI11 check: "name=value" with a name gRPC can send as metadata (lower
@@ -344,7 +463,12 @@ int RunCall(const std::vector<std::string>& args) {
                "a call with no usable endpoint waits for one (within its deadline)");
   app.add_flag("--summary-only", call.summary_only,
                "print the summary line alone, no line per call");
+  app.add_option("--loops", call.loops,
+                 "loops making calls, each on its own thread and connections (0: one per CPU)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1024}))
+      ->capture_default_str();
   if (auto rc = ParseCommandLine(app, args)) return *rc;
+  if (call.loops == 0) call.loops = std::max<int64_t>(1, std::thread::hardware_concurrency());
 
   std::optional<Bootstrap> bootstrap;
   if (call.target.starts_with("xds:") || !call.bootstrap_file.empty()) {

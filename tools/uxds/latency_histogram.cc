@@ -29,6 +29,12 @@ void LatencyHistogram::Add(int64_t value_us) {
   max_ = std::max(max_, static_cast<int64_t>(value));
 }
 
+void LatencyHistogram::Merge(const LatencyHistogram& other) {
+  for (size_t i = 0; i < counts_.size(); ++i) counts_[i] += other.counts_[i];
+  count_ += other.count_;
+  max_ = std::max(max_, other.max_);
+}
+
 int64_t LatencyHistogram::Percentile(double q) const {
   if (count_ == 0) return 0;
   const auto rank = std::clamp<uint64_t>(

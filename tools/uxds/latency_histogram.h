@@ -16,6 +16,8 @@ namespace uxds::tool {
 class LatencyHistogram {
  public:
   void Add(int64_t value_us);
+  // Adds every value `other` holds (histograms of several threads).
+  void Merge(const LatencyHistogram& other);
   uint64_t count() const { return count_; }
   int64_t max() const { return max_; }
   // The value at quantile q in [0, 1] (nearest rank), 0 when empty.
