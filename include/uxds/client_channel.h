@@ -164,12 +164,16 @@ class LoopChannel {
   LoopChannel(const LoopChannel&) = delete;
   LoopChannel& operator=(const LoopChannel&) = delete;
 
-  // As Channel::UnaryCall, on this loop.
+  // As Channel::UnaryCall / StartStream, on this loop. A stream is used
+  // and destroyed on this loop too; it may outlive the handle.
   Task<StatusOr<UnaryResponse>> UnaryCall(std::string method, std::string request,
                                           CallOptions options = {});
-  // Fails the calls waiting here, closes this loop's connections (calls on
-  // them end UNAVAILABLE) and returns once every call made here has
-  // returned. Any number of callers; after it, the loop may end.
+  Task<StatusOr<std::unique_ptr<ClientStream>>> StartStream(std::string method,
+                                                            CallOptions options = {});
+  // Fails the calls waiting here, closes this loop's connections (calls and
+  // streams on them end UNAVAILABLE) and returns once every call made here
+  // has returned. Any number of callers; after it, the loop may end (once
+  // its streams are destroyed).
   Task<void> Shutdown();
   Loop& loop() const;
   // This loop's open connections (tests).

@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "client/client_stream_impl.h"
 #include "lb/call_counter.h"
 #include "xds/lrs/load_stats.h"
 
@@ -218,6 +219,49 @@ Task<StatusOr<UnaryResponse>> RunUnaryCall(CallPicker& picker, Loop& loop, std::
   // reconnection, its backoff timer) that would let calls succeed again.
   co_await loop.Yield();
   co_return failure;
+}
+
+Task<StatusOr<std::unique_ptr<ClientStream>>> RunStartStream(CallPicker& picker, Loop& loop,
+                                                             std::string method,
+                                                             CallOptions options,
+                                                             std::shared_ptr<void> keep_alive) {
+  const std::optional<Loop::Clock::time_point> deadline = DeadlineOf(options);
+  const CallHeaders headers(options.metadata);
+  CallRequest call_request(method, headers.headers());
+  std::optional<CallRoute> route;  // A6: a retry keeps the call's route
+  int refused_retries = 0;
+  while (true) {
+    PickedEndpoint picked;
+    if (PickMiss miss; !picker.PickNow(call_request, route, picked, miss)) {
+      StatusOr<PickedEndpoint> waited = co_await picker.PickAfterMiss(
+          call_request, options.wait_for_ready, deadline, route, std::move(miss));
+      if (!waited.ok()) {
+        co_await loop.Yield();  // as RunUnaryCall's failures
+        co_return waited.status();
+      }
+      picked = *std::move(waited);
+    }
+    std::unique_ptr<http2::ClientCall> call =
+        picked.connection->StartCall(method, options.metadata, deadline);
+    // A6: a stream that could not start on the picked connection is picked
+    // again. Once returned, the stream's messages are the application's to
+    // send, and a refused stream fails UNAVAILABLE (not replayed).
+    if (call->finished() && RetryTransparently(call->delivery(), refused_retries, deadline)) {
+      CallNotStarted(picked.call_end);
+      continue;
+    }
+    auto impl = std::make_unique<ClientStream::Impl>();
+    impl->peer = picked.peer();
+    impl->keep_alive = std::move(keep_alive);
+    impl->use = std::move(picked.use);
+    impl->pool = std::move(picked.pool);
+    impl->subchannel = std::move(picked.subchannel);
+    impl->call_end = picked.call_end;
+    impl->counter = std::move(picked.counter);
+    impl->locality_stats = std::move(picked.locality_stats);
+    impl->call = std::move(call);
+    co_return std::make_unique<ClientStream>(std::move(impl));
+  }
 }
 
 }  // namespace uxds::client_internal

@@ -170,4 +170,13 @@ bool RetryTransparently(http2::ClientCall::Delivery delivery, int& refused_retri
 Task<StatusOr<UnaryResponse>> RunUnaryCall(CallPicker& picker, Loop& loop, std::string method,
                                            std::string request, CallOptions options);
 
+// One streaming call through `picker`, on `loop`: picked as a unary call;
+// A6's transparent retry only until the stream is returned. The stream
+// holds `keep_alive` (what its connection's owner needs kept) until it is
+// destroyed.
+Task<StatusOr<std::unique_ptr<ClientStream>>> RunStartStream(CallPicker& picker, Loop& loop,
+                                                             std::string method,
+                                                             CallOptions options,
+                                                             std::shared_ptr<void> keep_alive);
+
 }  // namespace uxds::client_internal

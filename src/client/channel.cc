@@ -284,43 +284,9 @@ Task<StatusOr<UnaryResponse>> Channel::UnaryCall(std::string method, std::string
 
 Task<StatusOr<std::unique_ptr<ClientStream>>> Channel::StartStream(std::string method,
                                                                    CallOptions options) {
-  const std::optional<Loop::Clock::time_point> deadline = client_internal::DeadlineOf(options);
-  const CallHeaders headers(options.metadata);
-  CallRequest call_request(method, headers.headers());
-  std::optional<Impl::CallRoute> route;  // A6: a retry keeps the call's route
-  int refused_retries = 0;
-  while (true) {
-    Impl::PickedEndpoint picked;
-    if (Impl::PickMiss miss; !impl_->PickNow(call_request, route, picked, miss)) {
-      StatusOr<Impl::PickedEndpoint> waited = co_await impl_->PickAfterMiss(
-          call_request, options.wait_for_ready, deadline, route, std::move(miss));
-      if (!waited.ok()) {
-        co_await impl_->loop.Yield();  // as UnaryCall's failures
-        co_return waited.status();
-      }
-      picked = *std::move(waited);
-    }
-    std::unique_ptr<http2::ClientCall> call =
-        picked.connection->StartCall(method, options.metadata, deadline);
-    // A6: a stream that could not start on the picked connection is picked
-    // again. Once returned, the stream's messages are the application's to
-    // send, and a refused stream fails UNAVAILABLE (not replayed).
-    if (call->finished() &&
-        client_internal::RetryTransparently(call->delivery(), refused_retries, deadline)) {
-      CallNotStarted(picked.call_end);
-      continue;
-    }
-    auto impl = std::make_unique<ClientStream::Impl>();
-    impl->peer = picked.peer();
-    impl->use = std::move(picked.use);
-    impl->pool = std::move(picked.pool);
-    impl->subchannel = std::move(picked.subchannel);
-    impl->call_end = picked.call_end;
-    impl->counter = std::move(picked.counter);
-    impl->locality_stats = std::move(picked.locality_stats);
-    impl->call = std::move(call);
-    co_return std::make_unique<ClientStream>(std::move(impl));
-  }
+  StatusOr<std::unique_ptr<ClientStream>> stream = co_await client_internal::RunStartStream(
+      *impl_, impl_->loop, std::move(method), std::move(options), nullptr);
+  co_return stream;
 }
 
 namespace {

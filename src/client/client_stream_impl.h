@@ -38,8 +38,11 @@ struct ClientStream::Impl {
   // Members in the order they must outlive each other.
   std::shared_ptr<SubchannelPool> pool;
   SubchannelRef subchannel;
-  client_internal::LoopConnectionUse use;  // a call on another loop's connection
-  PickResult call_end;                     // what ReleaseCall() reports
+  // A call on another loop's connection: that loop's LoopChannel state
+  // (which owns the connection) outlives the claim on it.
+  std::shared_ptr<void> keep_alive;
+  client_internal::LoopConnectionUse use;
+  PickResult call_end;  // what ReleaseCall() reports
   bool released = false;
   // Keep what call_end points to alive until the call ends (null when the
   // cluster counts no calls / reports no load).

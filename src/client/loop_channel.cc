@@ -104,6 +104,17 @@ Task<StatusOr<UnaryResponse>> LoopChannel::UnaryCall(std::string method, std::st
   co_return reply;
 }
 
+Task<StatusOr<std::unique_ptr<ClientStream>>> LoopChannel::StartStream(std::string method,
+                                                                       CallOptions options) {
+  Impl* impl = impl_.get();
+  ++impl->calls_inside;
+  // The stream keeps this loop's state (its connection's owner) alive.
+  StatusOr<std::unique_ptr<ClientStream>> stream = co_await client_internal::RunStartStream(
+      *impl, impl->loop, std::move(method), std::move(options), impl_);
+  if (--impl->calls_inside == 0 && impl->last_call_left != nullptr) impl->last_call_left->Set();
+  co_return stream;
+}
+
 Task<void> LoopChannel::Shutdown() {
   Impl* impl = impl_.get();
   co_await impl->shutdown.Run([impl] { return impl->TearDown(); });
@@ -236,6 +247,9 @@ void LoopChannel::Impl::MaybeFree(LoopConnection* connection) {
   if (it == retired.end()) return;
   std::unique_ptr<LoopConnection> doomed = std::move(*it);
   retired.erase(it);
+  // After the teardown (a stream that outlived it let go): its connection
+  // was closed and that close joined, so it goes now, spawning nothing.
+  if (shutdown.done()) return;
   closes.Spawn(CloseAndFree(std::move(doomed)));
 }
 

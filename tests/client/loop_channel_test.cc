@@ -19,6 +19,7 @@
 
 #include "channel_fixture.h"
 #include "channel_test_resources.h"
+#include "grpc/testing/messages.pb.h"
 #include "test_service/test_service.h"
 #include "uxds/client_channel.h"
 
@@ -278,6 +279,87 @@ TEST_F(LoopChannelTest, CallsFromFourLoopsWhileTheConfigChurns) {
     // connection closed under it); nothing else.
     EXPECT_NE(failure.find("UNAVAILABLE"), std::string::npos) << failure;
   }
+}
+
+// A bidirectional stream from each loop: `rounds` requests, each answered
+// before the next; the response sizes it read and its status.
+Task<std::pair<std::vector<size_t>, Status>> PingPong(LoopChannel& handle, int rounds) {
+  CallOptions options;
+  options.timeout = std::chrono::seconds(10);
+  options.wait_for_ready = true;
+  StatusOr<std::unique_ptr<ClientStream>> stream =
+      co_await handle.StartStream(test_service::kFullDuplexCall, options);
+  if (!stream.ok()) co_return std::make_pair(std::vector<size_t>(), stream.status());
+  std::vector<size_t> sizes;
+  for (int round = 0; round < rounds; ++round) {
+    grpc::testing::StreamingOutputCallRequest request;
+    request.add_response_parameters()->set_size(round + 1);
+    const std::string bytes = request.SerializeAsString();
+    const Status written = co_await (*stream)->Write(bytes);
+    if (!written.ok()) break;
+    std::optional<std::string> reply = co_await (*stream)->Read();
+    if (!reply.has_value()) break;
+    grpc::testing::StreamingOutputCallResponse response;
+    if (!response.ParseFromString(*reply)) break;
+    sizes.push_back(response.payload().body().size());
+  }
+  const Status done = co_await (*stream)->WritesDone();
+  Status status = co_await (*stream)->Finish();
+  if (status.ok() && !done.ok()) status = done;
+  co_return std::make_pair(std::move(sizes), std::move(status));
+}
+
+// Streams from every loop run on that loop's connections; a stream still
+// open when its handle shuts down ends UNAVAILABLE, and may be destroyed
+// after the handle is gone.
+TEST_F(LoopChannelTest, StreamsFromEveryLoopAndOneThatOutlivesItsHandle) {
+  ASSERT_TRUE(cp_->SetResources(
+      kLdsType, {{"svc", ApiListenerWithRoutes("svc", "svc", {{"", "main"}})}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(kCdsType, {{"main", ValidCluster("main", "s-main")}}, "1"));
+  ASSERT_TRUE(
+      cp_->SetResources(kEdsType, {{"s-main", EndpointsAt("s-main", {addresses_[0]})}}, "1"));
+  CreateChannel("xds:///svc");
+  OpenHandles();
+  for (size_t i = 0; i < handles_.size(); ++i) {
+    std::promise<std::pair<std::vector<size_t>, Status>> result;
+    callers_[i]->RunSync([&] {
+      callers_[i]->loop().Spawn([](LoopChannel* h, auto* out) -> Task<void> {
+        out->set_value(co_await PingPong(*h, 3));
+      }(handles_[i].get(), &result));
+    });
+    auto [sizes, status] = result.get_future().get();
+    EXPECT_TRUE(status.ok()) << "loop " << i << ": " << status.ToString();
+    EXPECT_EQ(sizes, (std::vector<size_t>{1, 2, 3})) << "loop " << i;
+    EXPECT_EQ(ConnectionsOf(i), 1u) << "loop " << i;
+  }
+  // Loop 0: a stream left open across its handle's Shutdown().
+  std::unique_ptr<ClientStream> open;
+  {
+    std::promise<Status> started;
+    callers_[0]->RunSync([&] {
+      callers_[0]->loop().Spawn([](LoopChannel* h, std::unique_ptr<ClientStream>* out,
+                                   std::promise<Status>* started) -> Task<void> {
+        CallOptions options;
+        options.timeout = std::chrono::seconds(30);
+        StatusOr<std::unique_ptr<ClientStream>> stream =
+            co_await h->StartStream(test_service::kFullDuplexCall, options);
+        if (stream.ok()) *out = *std::move(stream);
+        started->set_value(stream.status());
+      }(handles_[0].get(), &open, &started));
+    });
+    const Status status = started.get_future().get();
+    ASSERT_TRUE(status.ok()) << status.ToString();
+  }
+  ShutdownHandles();  // shuts down and destroys every handle
+  std::promise<Status> finished;
+  callers_[0]->RunSync([&] {
+    callers_[0]->loop().Spawn([](ClientStream* stream, std::promise<Status>* out) -> Task<void> {
+      out->set_value(co_await stream->Finish());
+    }(open.get(), &finished));
+  });
+  const Status status = finished.get_future().get();
+  EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status.ToString();
+  callers_[0]->RunSync([&] { open.reset(); });  // after its handle is gone
 }
 
 // Calls queued on every loop (no config yet) end at once when the channel
