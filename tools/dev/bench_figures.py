@@ -219,10 +219,10 @@ class Figures:
             return self.clients()[kind][name][str(conc)]
 
         for conc in (1, 16, 64):
-            self.add(g, f"calls/s, {conc} in flight", "calls/s",
+            self.add(g, f"calls/s, {conc} in flight (uxds: 2 loops)", "calls/s",
                      lambda c=conc: figure("calls_per_s", "uxds", c), "gRPC C++ 1.51 xDS client",
                      lambda c=conc: figure("calls_per_s", GRPC, c),
-                     target("ratio", ">=", 4, "#25 asks it of 2 loops; uxds call runs 1") if conc == 64 else None,
+                     target("ratio", ">=", 4, "#25: uxds call --loops 2") if conc == 64 else None,
                      profile=client_source(conc))
             self.add(g, f"CPU per call, {conc} in flight", "µs",
                      lambda c=conc: figure("cpu_us_per_call", "uxds", c), "gRPC C++ 1.51 xDS client",
