@@ -82,6 +82,10 @@ struct ChannelOptions {
   // Load reporting (LRS) to a Cluster's lrs_server: bounds of the report
   // interval the server sets, reconnection backoff; tests shorten them.
   LoadReportingOptions load_reporting;
+  // A LoopChannel closes its connection to an endpoint once no call has
+  // used it for between one and two of these (gRPC's channel idle timeout
+  // is 30 minutes; a loop's share of a channel goes idle the same way).
+  std::chrono::milliseconds loop_connection_idle_timeout{std::chrono::minutes(30)};
 };
 
 struct CallOptions {

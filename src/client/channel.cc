@@ -92,6 +92,7 @@ StatusOr<std::unique_ptr<Channel>> Channel::Create(Loop& loop, std::string_view 
   impl->shared->connection = subchannel_options.connection;
   impl->shared->connection.connect_timeout = subchannel_options.min_connect_timeout;
   impl->shared->retry_delay = subchannel_options.initial_backoff;
+  impl->shared->idle_timeout = impl->options.loop_connection_idle_timeout;
   impl->subchannels->SetReleaseObserver([shared = impl->shared](uint32_t index, uint64_t uid) {
     shared->NotifyEndpointLeft(index, uid);
   });

@@ -27,7 +27,10 @@ void ChannelShared::NotifyChange() {
     if (share->wake_posted.exchange(true, std::memory_order_acq_rel)) continue;
     share->loop.Post([weak = std::weak_ptr<LoopChannel::Impl>(share)] {
       if (auto s = weak.lock()) {
-        s->wake_posted.store(false, std::memory_order_release);
+        // A read-modify-write, so that a NotifyChange() that saw the flag
+        // set is ordered before this clear, and its snapshot before the
+        // picks the woken calls make.
+        s->wake_posted.exchange(false, std::memory_order_acq_rel);
         s->WakeWaiters();
       }
     });
@@ -45,6 +48,7 @@ void ChannelShared::NotifyEndpointLeft(uint32_t index, uint64_t uid) {
 
 LoopConnectionUse::LoopConnectionUse(LoopConnection* connection) : connection_(connection) {
   ++connection_->uses;
+  ++connection_->started;
 }
 
 LoopConnectionUse::~LoopConnectionUse() {
@@ -97,6 +101,9 @@ size_t LoopChannel::connections() const {
 Task<StatusOr<UnaryResponse>> LoopChannel::UnaryCall(std::string method, std::string request,
                                                      CallOptions options) {
   Impl* impl = impl_.get();
+  // After Shutdown() began, at once: the handle may be destroyed as soon as
+  // Shutdown() returns.
+  if (impl->closing) co_return UnavailableError("channel handle shut down");
   ++impl->calls_inside;
   StatusOr<UnaryResponse> reply = co_await client_internal::RunUnaryCall(
       *impl, impl->loop, std::move(method), std::move(request), std::move(options));
@@ -107,6 +114,7 @@ Task<StatusOr<UnaryResponse>> LoopChannel::UnaryCall(std::string method, std::st
 Task<StatusOr<std::unique_ptr<ClientStream>>> LoopChannel::StartStream(std::string method,
                                                                        CallOptions options) {
   Impl* impl = impl_.get();
+  if (impl->closing) co_return UnavailableError("channel handle shut down");
   ++impl->calls_inside;
   // The stream keeps this loop's state (its connection's owner) alive.
   StatusOr<std::unique_ptr<ClientStream>> stream = co_await client_internal::RunStartStream(
@@ -124,6 +132,7 @@ Task<void> LoopChannel::Impl::TearDown() {
   // From here the channel's loop posts nothing more to this one.
   Unregister(*shared, this);
   closing = true;
+  idle_sweep.Cancel();
   WakeWaiters();  // queued calls fail
   co_await connects.CancelAndJoin();
   for (std::unique_ptr<LoopConnection>& c : by_index) {
@@ -134,18 +143,25 @@ Task<void> LoopChannel::Impl::TearDown() {
   // (UNAVAILABLE); each is freed when its last call has let go of it.
   for (const std::unique_ptr<LoopConnection>& c : retired) {
     if (c->connection != nullptr) {
-      closes.Spawn([](http2::ClientConnection* connection) -> Task<void> {
-        co_await connection->Close();
-      }(c->connection.get()));
+      // The claim keeps the connection until this close has returned,
+      // whatever the calls on it do meanwhile.
+      closes.Spawn(
+          [](LoopConnectionUse /*claim*/, http2::ClientConnection* connection) -> Task<void> {
+            co_await connection->Close();
+          }(LoopConnectionUse(c.get()), c->connection.get()));
     }
   }
-  if (calls_inside > 0) {
-    Event left(loop);
-    last_call_left = &left;
-    (void)co_await left.Wait();  // the teardown's task is never cancelled
-    last_call_left = nullptr;
+  // Calls that began before `closing` was set end (their connections are
+  // closing), and the closes end; a call is never left inside the handle.
+  while (calls_inside > 0 || closes.size() > 0) {
+    if (calls_inside > 0) {
+      Event left(loop);
+      last_call_left = &left;
+      (void)co_await left.Wait();  // the teardown's task is never cancelled
+      last_call_left = nullptr;
+    }
+    co_await closes.Join();
   }
-  co_await closes.Join();
 }
 
 Task<bool> LoopChannel::Impl::WaitForChange(std::optional<Loop::Clock::time_point> deadline) {
@@ -224,6 +240,7 @@ LoopConnection& LoopChannel::Impl::ConnectionFor(uint32_t index, const Subchanne
     Retire(std::move(slot));
   }
   if (slot == nullptr) {
+    ScheduleIdleSweep();
     slot = std::make_unique<LoopConnection>();
     slot->owner = this;
     slot->uid = subchannel.uid();
@@ -278,6 +295,25 @@ Task<void> LoopChannel::Impl::Connect(LoopConnection* c) {
   c->connecting = false;
   if (c->retired) MaybeFree(c);
   WakeWaiters();
+}
+
+void LoopChannel::Impl::ScheduleIdleSweep() {
+  if (idle_sweep.pending() || closing) return;
+  idle_sweep.Start(shared->idle_timeout, [this] { SweepIdle(); });
+}
+
+void LoopChannel::Impl::SweepIdle() {
+  bool any_left = false;
+  for (std::unique_ptr<LoopConnection>& c : by_index) {
+    if (c == nullptr) continue;
+    if (c->uses == 0 && !c->connecting && c->started == c->started_at_sweep) {
+      Retire(std::move(c));  // idle for a whole period
+      continue;
+    }
+    c->started_at_sweep = c->started;
+    any_left = true;
+  }
+  if (any_left) ScheduleIdleSweep();
 }
 
 void LoopChannel::Impl::EndpointLeft(uint32_t index, uint64_t uid) {

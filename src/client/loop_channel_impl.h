@@ -41,6 +41,7 @@ struct ChannelShared {
   // a failed connect before the next (the initial backoff).
   http2::ClientConnectionOptions connection;
   std::chrono::milliseconds retry_delay{1000};
+  std::chrono::milliseconds idle_timeout{std::chrono::minutes(30)};
 
   // Channel's loop: wakes every share's queued calls (one posted closure
   // per share until it has run).
@@ -63,6 +64,10 @@ struct LoopConnection {
   bool connecting = false;  // a connect (or its retry delay) is running
   bool retired = false;     // closed and freed once unused
   size_t uses = 0;          // calls on `connection`
+  // Calls started on it, and that count at the last idle sweep: unchanged
+  // with no call open means idle for a whole sweep period.
+  uint64_t started = 0;
+  uint64_t started_at_sweep = 0;
   Status last_failure;
   std::optional<Loop::Clock::time_point> failed_until;  // after a failed connect
 };
@@ -74,7 +79,12 @@ namespace uxds {
 struct LoopChannel::Impl final : client_internal::CallPicker,
                                  std::enable_shared_from_this<LoopChannel::Impl> {
   Impl(Loop& loop, std::shared_ptr<client_internal::ChannelShared> shared)
-      : loop(loop), shared(std::move(shared)), connects(loop), closes(loop), shutdown(loop) {}
+      : loop(loop),
+        shared(std::move(shared)),
+        idle_sweep(loop),
+        connects(loop),
+        closes(loop),
+        shutdown(loop) {}
 
   bool PickNow(client_internal::CallRequest& request,
                std::optional<client_internal::CallRoute>& route,
@@ -93,6 +103,10 @@ struct LoopChannel::Impl final : client_internal::CallPicker,
   Task<void> Connect(client_internal::LoopConnection* connection);
   static Task<void> CloseAndFree(std::unique_ptr<client_internal::LoopConnection> connection);
   void EndpointLeft(uint32_t index, uint64_t uid);
+  // Every idle_timeout while this loop has connections: retires those no
+  // call used since the last sweep.
+  void ScheduleIdleSweep();
+  void SweepIdle();
   void WakeWaiters() {
     for (Event* waiter : std::exchange(waiters, {})) waiter->Set();
   }
@@ -106,6 +120,7 @@ struct LoopChannel::Impl final : client_internal::CallPicker,
   std::vector<std::unique_ptr<client_internal::LoopConnection>> by_index;
   std::vector<std::unique_ptr<client_internal::LoopConnection>> retired;
   std::vector<Event*> waiters;
+  Timer idle_sweep;
   // Calls inside UnaryCall(): the teardown waits until the last has left.
   size_t calls_inside = 0;
   Event* last_call_left = nullptr;

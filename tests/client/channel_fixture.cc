@@ -85,6 +85,7 @@ void ChannelFixture::CreateChannel(const std::string& target) {
     options.max_backoff = milliseconds(500);
     options.resolve_host = resolve_host_;
     options.min_time_between_resolutions = milliseconds(100);
+    if (customize_options_) customize_options_(options);
     auto channel = Channel::Create(control_->loop(), target, options);
     ASSERT_TRUE(channel.ok()) << channel.status().ToString();
     channel_ = *std::move(channel);

@@ -207,6 +207,46 @@ TEST_F(LoopChannelTest, AnEndpointRemovedClosesItsConnectionsOnEveryLoop) {
   EXPECT_EQ(after.by_peer_or_code[addresses_[1]], kLoops * 10);
 }
 
+// A loop's connection no call has used for a whole idle period closes
+// (between one and two periods after its last call); the channel's own
+// connections stay, and the next call on that loop connects again.
+TEST_F(LoopChannelTest, ALoopsIdleConnectionsClose) {
+  customize_options_ = [](ChannelOptions& options) {
+    options.loop_connection_idle_timeout = milliseconds(100);
+  };
+  ASSERT_TRUE(cp_->SetResources(
+      kLdsType, {{"svc", ApiListenerWithRoutes("svc", "svc", {{"", "main"}})}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(kCdsType, {{"main", ValidCluster("main", "s-main")}}, "1"));
+  ASSERT_TRUE(
+      cp_->SetResources(kEdsType, {{"s-main", EndpointsAt("s-main", {addresses_[0]})}}, "1"));
+  CreateChannel("xds:///svc");
+  OpenHandles();
+  CallOptions options;
+  options.timeout = std::chrono::seconds(10);
+  options.wait_for_ready = true;
+  // Calls every 20 ms on every loop for 300 ms: busy connections stay.
+  for (int round = 0; round < 15; ++round) {
+    Outcomes out;
+    auto ended = CallOnEveryLoop(test_service::kEmptyCall, 1, options, out, {});
+    WaitAll(ended);
+    ASSERT_TRUE(out.unexpected.empty()) << out.unexpected.front();
+    for (size_t i = 0; i < handles_.size(); ++i) ASSERT_EQ(ConnectionsOf(i), 1u) << "loop " << i;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  // Then none: every loop's connection closes within two periods.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (size_t i = 0; i < handles_.size(); ++i) {
+    while (ConnectionsOf(i) != 0 && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+    EXPECT_EQ(ConnectionsOf(i), 0u) << "loop " << i;
+  }
+  Outcomes again;
+  auto ended = CallOnEveryLoop(test_service::kEmptyCall, 3, options, again, {});
+  WaitAll(ended);
+  EXPECT_EQ(again.by_peer_or_code[addresses_[0]], kLoops * 3);
+}
+
 // Calls from four loops while the routes, the clusters and the endpoints
 // change every few milliseconds. Every config sends every call to a
 // serving backend, so every call must succeed (waiting for ready through
@@ -360,6 +400,44 @@ TEST_F(LoopChannelTest, StreamsFromEveryLoopAndOneThatOutlivesItsHandle) {
   const Status status = finished.get_future().get();
   EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status.ToString();
   callers_[0]->RunSync([&] { open.reset(); });  // after its handle is gone
+}
+
+// A call started while the handle's Shutdown() runs fails at once, and the
+// handle destroyed as soon as Shutdown() returns leaves nothing behind
+// (a call queued before it, one started during it).
+TEST_F(LoopChannelTest, ACallStartedDuringShutdownNeverOutlivesTheHandle) {
+  CreateChannel("xds:///nothing-served");
+  OpenHandles();
+  struct Results {
+    Status queued, during;
+    bool destroyed = false;
+  } results;
+  std::promise<void> done;
+  callers_[0]->RunSync([&] {
+    Loop& loop = callers_[0]->loop();
+    auto call = [](LoopChannel* h, Status* out) -> Task<void> {
+      CallOptions options;
+      options.timeout = std::chrono::seconds(30);
+      options.wait_for_ready = true;
+      StatusOr<UnaryResponse> reply = co_await h->UnaryCall(test_service::kEmptyCall, "", options);
+      *out = reply.status();
+    };
+    loop.Spawn(call(handles_[0].get(), &results.queued));
+    loop.Spawn([](std::unique_ptr<LoopChannel>* handle, Results* r, std::promise<void>* d,
+                  Task<void> during) -> Task<void> {
+      TaskGroup calls(handle->get()->loop());
+      calls.Spawn(std::move(during));
+      co_await handle->get()->Shutdown();
+      handle->reset();  // at once, with the call above maybe still running
+      r->destroyed = true;
+      co_await calls.Join();
+      d->set_value();
+    }(&handles_[0], &results, &done, call(handles_[0].get(), &results.during)));
+  });
+  ASSERT_EQ(done.get_future().wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  EXPECT_TRUE(results.destroyed);
+  EXPECT_EQ(results.queued.code(), StatusCode::kUnavailable) << results.queued.ToString();
+  EXPECT_EQ(results.during.code(), StatusCode::kUnavailable) << results.during.ToString();
 }
 
 // Calls queued on every loop (no config yet) end at once when the channel
