@@ -147,6 +147,22 @@ Task<StatusOr<PickedEndpoint>> CallPicker::PickAfterMiss(
   }
 }
 
+Task<bool> WaitForWake(Loop& loop, std::vector<Event*>& waiters,
+                       std::optional<Loop::Clock::time_point> deadline) {
+  if (deadline.has_value() && Loop::Clock::now() >= *deadline) co_return false;
+  Event changed(loop);
+  Timer timer(loop);
+  if (deadline.has_value()) {
+    timer.Start(*deadline - Loop::Clock::now(), [&changed] { changed.Set(); });
+  }
+  waiters.push_back(&changed);
+  const Status waited = co_await changed.Wait();
+  std::erase(waiters, &changed);
+  timer.Cancel();
+  if (!waited.ok()) co_return false;
+  co_return !deadline.has_value() || Loop::Clock::now() < *deadline;
+}
+
 std::optional<Loop::Clock::time_point> DeadlineOf(const CallOptions& options) {
   if (!options.timeout.has_value()) return std::nullopt;
   return Loop::Clock::now() + *options.timeout;

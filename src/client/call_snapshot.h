@@ -156,6 +156,12 @@ class CallPicker {
                                                std::optional<CallRoute>& route, PickMiss miss);
 };
 
+// Waits, on `loop`, until woken through `waiters` (an Event the waker
+// sets: the wake is recorded in the waiter) or the deadline: false once the
+// deadline has passed (or the wait was cancelled).
+Task<bool> WaitForWake(Loop& loop, std::vector<Event*>& waiters,
+                       std::optional<Loop::Clock::time_point> deadline);
+
 // The call's deadline, when options.timeout is set.
 std::optional<Loop::Clock::time_point> DeadlineOf(const CallOptions& options);
 

@@ -178,20 +178,10 @@ Task<void> Channel::Impl::TearDown() {
 
 Task<bool> Channel::Impl::WaitForChange(std::optional<Loop::Clock::time_point> deadline) {
   if (shutdown.started()) co_return true;
-  if (deadline.has_value() && Loop::Clock::now() >= *deadline) co_return false;
-  Event changed(loop);
-  Timer timer(loop);
-  if (deadline.has_value()) {
-    timer.Start(*deadline - Loop::Clock::now(), [&changed] { changed.Set(); });
-  }
-  waiters.push_back(&changed);
   ++waiting_calls;
-  const Status waited = co_await changed.Wait();
-  std::erase(waiters, &changed);
-  timer.Cancel();
+  const bool in_time = co_await client_internal::WaitForWake(loop, waiters, deadline);
   if (--waiting_calls == 0 && last_call_left != nullptr) last_call_left->Set();
-  if (!waited.ok()) co_return false;
-  co_return !deadline.has_value() || Loop::Clock::now() < *deadline;
+  co_return in_time;
 }
 
 void Channel::Impl::LinkRoutes() {

@@ -166,18 +166,8 @@ Task<void> LoopChannel::Impl::TearDown() {
 
 Task<bool> LoopChannel::Impl::WaitForChange(std::optional<Loop::Clock::time_point> deadline) {
   if (closing) co_return true;
-  if (deadline.has_value() && Loop::Clock::now() >= *deadline) co_return false;
-  Event changed(loop);
-  Timer timer(loop);
-  if (deadline.has_value()) {
-    timer.Start(*deadline - Loop::Clock::now(), [&changed] { changed.Set(); });
-  }
-  waiters.push_back(&changed);
-  const Status waited = co_await changed.Wait();
-  std::erase(waiters, &changed);
-  timer.Cancel();
-  if (!waited.ok()) co_return false;
-  co_return !deadline.has_value() || Loop::Clock::now() < *deadline;
+  const bool in_time = co_await client_internal::WaitForWake(loop, waiters, deadline);
+  co_return in_time;
 }
 
 std::string LoopChannel::Impl::WaitingForConfig() const {

@@ -117,6 +117,14 @@ class LoopChannelTest : public ChannelFixture {
     return ended;
   }
 
+  // xds:///svc: every call to cluster "main", round robin over `endpoints`.
+  void ServeOneCluster(const std::vector<std::string>& endpoints) {
+    ASSERT_TRUE(cp_->SetResources(
+        kLdsType, {{"svc", ApiListenerWithRoutes("svc", "svc", {{"", "main"}})}}, "1"));
+    ASSERT_TRUE(cp_->SetResources(kCdsType, {{"main", ValidCluster("main", "s-main")}}, "1"));
+    ASSERT_TRUE(cp_->SetResources(kEdsType, {{"s-main", EndpointsAt("s-main", endpoints)}}, "1"));
+  }
+
   // Until the channel's round_robin answers from endpoints 0 and 1 (both
   // READY, so every loop's picks reach both).
   void WaitUntilBothReady() {
@@ -152,11 +160,7 @@ void WaitAll(std::vector<std::future<void>>& ended) {
 // loop opens its own connection to each endpoint, and every call resumes
 // on the loop that made it.
 TEST_F(LoopChannelTest, CallsFromFourLoopsRunOnTheirOwnLoopsAndConnections) {
-  ASSERT_TRUE(cp_->SetResources(
-      kLdsType, {{"svc", ApiListenerWithRoutes("svc", "svc", {{"", "main"}})}}, "1"));
-  ASSERT_TRUE(cp_->SetResources(kCdsType, {{"main", ValidCluster("main", "s-main")}}, "1"));
-  ASSERT_TRUE(cp_->SetResources(
-      kEdsType, {{"s-main", EndpointsAt("s-main", {addresses_[0], addresses_[1]})}}, "1"));
+  ServeOneCluster({addresses_[0], addresses_[1]});
   CreateChannel("xds:///svc");
   WaitUntilBothReady();
   OpenHandles();
@@ -177,11 +181,7 @@ TEST_F(LoopChannelTest, CallsFromFourLoopsRunOnTheirOwnLoopsAndConnections) {
 // An endpoint that leaves the config is closed on every loop that had a
 // connection to it; the other stays.
 TEST_F(LoopChannelTest, AnEndpointRemovedClosesItsConnectionsOnEveryLoop) {
-  ASSERT_TRUE(cp_->SetResources(
-      kLdsType, {{"svc", ApiListenerWithRoutes("svc", "svc", {{"", "main"}})}}, "1"));
-  ASSERT_TRUE(cp_->SetResources(kCdsType, {{"main", ValidCluster("main", "s-main")}}, "1"));
-  ASSERT_TRUE(cp_->SetResources(
-      kEdsType, {{"s-main", EndpointsAt("s-main", {addresses_[0], addresses_[1]})}}, "1"));
+  ServeOneCluster({addresses_[0], addresses_[1]});
   CreateChannel("xds:///svc");
   WaitUntilBothReady();
   OpenHandles();
@@ -214,11 +214,7 @@ TEST_F(LoopChannelTest, ALoopsIdleConnectionsClose) {
   customize_options_ = [](ChannelOptions& options) {
     options.loop_connection_idle_timeout = milliseconds(100);
   };
-  ASSERT_TRUE(cp_->SetResources(
-      kLdsType, {{"svc", ApiListenerWithRoutes("svc", "svc", {{"", "main"}})}}, "1"));
-  ASSERT_TRUE(cp_->SetResources(kCdsType, {{"main", ValidCluster("main", "s-main")}}, "1"));
-  ASSERT_TRUE(
-      cp_->SetResources(kEdsType, {{"s-main", EndpointsAt("s-main", {addresses_[0]})}}, "1"));
+  ServeOneCluster({addresses_[0]});
   CreateChannel("xds:///svc");
   OpenHandles();
   CallOptions options;
@@ -353,11 +349,7 @@ Task<std::pair<std::vector<size_t>, Status>> PingPong(LoopChannel& handle, int r
 // open when its handle shuts down ends UNAVAILABLE, and may be destroyed
 // after the handle is gone.
 TEST_F(LoopChannelTest, StreamsFromEveryLoopAndOneThatOutlivesItsHandle) {
-  ASSERT_TRUE(cp_->SetResources(
-      kLdsType, {{"svc", ApiListenerWithRoutes("svc", "svc", {{"", "main"}})}}, "1"));
-  ASSERT_TRUE(cp_->SetResources(kCdsType, {{"main", ValidCluster("main", "s-main")}}, "1"));
-  ASSERT_TRUE(
-      cp_->SetResources(kEdsType, {{"s-main", EndpointsAt("s-main", {addresses_[0]})}}, "1"));
+  ServeOneCluster({addresses_[0]});
   CreateChannel("xds:///svc");
   OpenHandles();
   for (size_t i = 0; i < handles_.size(); ++i) {
