@@ -65,9 +65,12 @@ struct LoopConnection {
   bool retired = false;     // closed and freed once unused
   size_t uses = 0;          // calls on `connection`
   // Calls started on it, and that count at the last idle sweep: unchanged
-  // with no call open means idle for a whole sweep period.
+  // with no call open means idle for a whole sweep period. A new
+  // connection matches no count yet, so the first sweep it meets keeps it
+  // (its first call may not have picked it yet: the sweep can come between
+  // its connect and that pick).
   uint64_t started = 0;
-  uint64_t started_at_sweep = 0;
+  uint64_t started_at_sweep = UINT64_MAX;
   Status last_failure;
   std::optional<Loop::Clock::time_point> failed_until;  // after a failed connect
 };
