@@ -59,8 +59,7 @@ struct client_internal::ChannelProbe {
   static bool PickNow(Channel& channel, std::string_view method,
                       const std::vector<std::pair<std::string, std::string>>& metadata) {
     Channel::Impl& impl = Of(channel);
-    const CallHeaders headers(metadata);
-    CallRequest request(method, headers.headers());
+    CallRequest request(method, metadata);
     std::optional<Channel::Impl::CallRoute> route;
     Channel::Impl::PickedEndpoint picked;
     Channel::Impl::PickMiss miss;
@@ -99,7 +98,7 @@ struct client_internal::ChannelProbe {
     if (cluster == impl.clusters.end() || cluster->second.lb == nullptr) return false;
     PickArgs args;
     args.hash = route.hash;
-    args.headers = headers;
+    args.metadata = metadata;
     Subchannel* subchannel = nullptr;
     PickResult call_end;
     {
@@ -115,11 +114,12 @@ struct client_internal::ChannelProbe {
       std::string peer;
       std::shared_ptr<SubchannelPool> pool;
       SubchannelRef subchannel;
-      std::shared_ptr<CallCounter> counter;
-    } picked{
-        subchannel->connection(), subchannel->address(), impl.subchannels,
-        SubchannelRef(subchannel),
-        call_end.call_counter != nullptr ? call_end.call_counter->shared_from_this() : nullptr};
+      // It held the A32 counter by a shared_ptr (counters have no
+      // shared_from_this now): the cluster tree's, one reference count the
+      // same.
+      std::shared_ptr<void> counter;
+    } picked{subchannel->connection(), subchannel->address(), impl.subchannels,
+             SubchannelRef(subchannel), cluster->second.lb};
     benchmark::DoNotOptimize(picked.connection);
     CallNotStarted(call_end);
     return true;

@@ -57,7 +57,7 @@ void BM_ClusterUpdateUnchanged(benchmark::State& state) {
   const ClusterResource cluster;
   const EndpointResource endpoints = Endpoints(endpoint_count);
   auto config = std::make_shared<ClusterImplConfig>();
-  config->counter = std::make_shared<CallCounter>();
+  config->counter = CallCounter::Create();
   if (lrs) config->load = std::make_shared<ClusterLoadStats>("c", "s");
   lb->Update(cluster, endpoints, config);
 

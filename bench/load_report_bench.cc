@@ -53,7 +53,7 @@ struct Setup {
       load.localities = std::make_shared<const LocalityTable>(std::move(localities));
     }
     ClusterImplConfig config;
-    config.counter = std::make_shared<CallCounter>();
+    config.counter = CallCounter::Create();
     config.max_requests = 1u << 30;
     return std::make_unique<ClusterImplPicker>(config, std::make_shared<RotatingPicker>(endpoints),
                                                std::move(load));

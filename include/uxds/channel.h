@@ -19,6 +19,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "uxds/status.h"
 
@@ -60,8 +61,10 @@ struct PickArgs {
   // policies (a random one when none produced a hash). Unset: ring_hash
   // fails the pick unless its request_hash_header is configured (A76).
   std::optional<uint64_t> hash;
-  // The request's headers; ring_hash's request_hash_header reads them (A76).
-  std::span<const PickHeader> headers;
+  // The request's metadata (CallOptions::metadata, lower-case names, in
+  // the caller's own strings: a pick copies nothing); ring_hash's
+  // request_hash_header reads it (A76).
+  std::span<const std::pair<std::string, std::string>> metadata;
 };
 
 struct PickResult {

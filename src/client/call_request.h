@@ -1,59 +1,34 @@
-// What routing reads of one call (A28, A42): its path and metadata as
-// views into the caller's strings, and the values of the route table's
-// interned header names, looked up at most once per call. On the calling
-// thread's stack: a call with up to 16 metadata entries allocates nothing
-// here.
+// What routing reads of one call (A28, A42): its path and metadata, read
+// in the caller's own strings, and the values of the route table's
+// interned header names, found in one pass over the metadata when routing
+// first asks for one. On the calling thread's stack: routing a call
+// copies no metadata and allocates nothing (unless a header is sent
+// several times and a matcher reads it, A28's joined value).
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <forward_list>
-#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <utility>
-#include <vector>
-
-#include "uxds/channel.h"
 
 namespace uxds::client_internal {
 
 class CompiledRoutes;
 
-// A call's metadata as views into the caller's strings: up to
-// kInlineHeaders entries live on the stack, more in one vector.
-class CallHeaders {
- public:
-  static constexpr size_t kInlineHeaders = 16;
+// A call's metadata as the caller gave it (CallOptions::metadata).
+using CallMetadata = std::span<const std::pair<std::string, std::string>>;
 
-  explicit CallHeaders(std::span<const std::pair<std::string, std::string>> metadata);
-  CallHeaders(const CallHeaders&) = delete;
-  CallHeaders& operator=(const CallHeaders&) = delete;
-
-  std::span<const PickHeader> headers() const {
-    return spilled_.empty() ? std::span<const PickHeader>(inline_.data(), size_)
-                            : std::span<const PickHeader>(spilled_);
-  }
-
- private:
-  std::array<PickHeader, kInlineHeaders> inline_;
-  size_t size_ = 0;
-  std::vector<PickHeader> spilled_;
-};
-
-// What routing reads of one call: its path, its metadata, and the values
-// of the interned header names found so far. On the calling thread's
-// stack; views into `headers` and the call's strings.
 class CallRequest {
  public:
-  CallRequest(std::string_view path, std::span<const PickHeader> headers)
-      : path_(path), headers_(headers) {}
+  CallRequest(std::string_view path, CallMetadata metadata) : path_(path), metadata_(metadata) {}
   CallRequest(const CallRequest&) = delete;
   CallRequest& operator=(const CallRequest&) = delete;
 
   std::string_view path() const { return path_; }
-  std::span<const PickHeader> headers() const { return headers_; }
+  CallMetadata metadata() const { return metadata_; }
 
   // A header's value as matching sees it; absent when `data` is null. Two
   // words, so it is returned in registers.
@@ -67,25 +42,38 @@ class CallRequest {
  private:
   friend class CompiledRoutes;
   // A28: the value matchers see for interned header `index` (see
-  // routing::HeaderValueForMatching), looked up once per call.
+  // routing::HeaderValueForMatching). The first kMemoized interned names
+  // are found together, in one pass over the metadata, the first time any
+  // is asked for; a name past them takes a pass of its own each time.
   Value ValueOf(const CompiledRoutes& routes, uint32_t index) {
-    if (index < kMemoized && ((looked_up_ >> index) & 1) != 0) return values_[index];
+    if (index < kMemoized) {
+      if (!found_) FindInterned(routes);
+      return {values_[index].data, values_[index].size};
+    }
     return LookUp(routes, index);
   }
+  void FindInterned(const CompiledRoutes& routes);
   Value LookUp(const CompiledRoutes& routes, uint32_t index);
-  // Before routing by a table: the indices found so far were another's (a
+  // A28: a header sent several times is matched as its values joined with
+  // ','. `joined` is the joined string `value` points into, if any.
+  void Join(const char*& data, size_t& size, std::string*& joined, std::string_view more);
+  // Before routing by a table: the values found so far were another's (a
   // call routed again after a config change).
-  void ForgetValues() { looked_up_ = 0; }
+  void ForgetValues() { found_ = false; }
 
   std::string_view path_;
-  std::span<const PickHeader> headers_;
-  // Interned headers below kMemoized are looked up once; `looked_up_` is a
-  // bit set over them.
+  CallMetadata metadata_;
   static constexpr uint32_t kMemoized = 16;
-  uint32_t looked_up_ = 0;
-  std::array<Value, kMemoized> values_;
-  // A header sent several times is matched as its values joined with ','
-  // (A28): the joined strings live here until the call is routed.
+  bool found_ = false;
+  // Set for the table's interned names below kMemoized once found_ (left
+  // unset until then: a call that routes by no header writes none).
+  struct Found {
+    const char* data;
+    size_t size;
+    std::string* joined;  // the joined string `data` points into, if any
+  };
+  Found values_[kMemoized];
+  // The joined values live here until the call is routed.
   std::forward_list<std::string> joined_;
 };
 

@@ -21,15 +21,16 @@ const SnapshotCluster* RouteCall(const CallSnapshot& snapshot, CallRequest& requ
     return nullptr;
   }
   const std::shared_ptr<const CompiledRoutes>& routes = snapshot.routes;
-  if (route.has_value() && route->routes != routes) {
+  if (route.has_value() && (routes == nullptr || route->generation != routes->generation())) {
     // New routes: the call keeps its cluster while they still name it, else
     // it is routed by them (gRPC keeps the old cluster alive for it
     // instead).
-    const std::string& name = route->routes->clusters()[route->cluster];
-    std::optional<uint32_t> index = routes != nullptr ? routes->IndexOf(name) : std::nullopt;
+    std::optional<uint32_t> index =
+        routes != nullptr ? snapshot.IndexOfCluster(route->cluster_id) : std::nullopt;
     if (index.has_value()) {
-      route->routes = routes;
+      route->generation = routes->generation();
       route->cluster = *index;
+      route->pinned.reset();
     } else {
       route.reset();
     }
@@ -54,7 +55,8 @@ const SnapshotCluster* RouteCall(const CallSnapshot& snapshot, CallRequest& requ
         miss = {Next::kFail, UnavailableError("matched route does not have a forwarding action")};
         return nullptr;
     }
-    route.emplace(CallRoute{routes, choice.cluster, choice.hash});
+    route.emplace(CallRoute{routes->generation(), choice.cluster,
+                            snapshot.clusters[choice.cluster].id, choice.hash, nullptr});
   }
   const SnapshotCluster& cluster = snapshot.clusters[route->cluster];
   if (cluster.lb != nullptr) return &cluster;
@@ -75,11 +77,24 @@ const SnapshotCluster* RouteCall(const CallSnapshot& snapshot, CallRequest& requ
   return nullptr;
 }
 
+std::optional<uint32_t> CallSnapshot::IndexOfCluster(uint64_t id) const {
+  if (id == 0) return std::nullopt;
+  for (size_t i = 0; i < clusters.size(); ++i) {
+    if (clusters[i].id == id) return static_cast<uint32_t>(i);
+  }
+  return std::nullopt;
+}
+
+void PinRoute(const CallSnapshot& snapshot, std::optional<CallRoute>& route) {
+  if (!route.has_value() || route->pinned != nullptr || snapshot.routes == nullptr) return;
+  if (route->generation == snapshot.routes->generation()) route->pinned = snapshot.routes;
+}
+
 bool PickInCluster(const SnapshotCluster& cluster, const PickScope& scope, const CallRoute& route,
                    CallRequest& request, PickResult& result, PickMiss& miss) {
   PickArgs args;
   args.hash = route.hash;
-  args.headers = request.headers();
+  args.metadata = request.metadata();
   result = scope.Pick(args);
   switch (result.kind) {
     case PickResult::Kind::kComplete:
@@ -99,7 +114,6 @@ bool PickInCluster(const SnapshotCluster& cluster, const PickScope& scope, const
 
 void PickedEndpoint::CountIn(const PickResult& result) {
   call_end = result;
-  if (result.call_counter != nullptr) counter = result.call_counter->shared_from_this();
   if (result.locality_stats != nullptr) {
     locality_stats = result.locality_stats->shared_from_this();
   }
@@ -139,7 +153,7 @@ Task<StatusOr<PickedEndpoint>> CallPicker::PickAfterMiss(
         // The cluster's last failure (a connection error while it retries).
         if (Status failure = ClusterFailure(*route); !failure.ok()) last_failure = failure;
         co_return deadline_error("deadline exceeded while waiting for an endpoint of " +
-                                 route->routes->clusters()[route->cluster]);
+                                 route->cluster_name());
       }
     }
     PickedEndpoint picked;
@@ -195,9 +209,8 @@ bool RetryTransparently(http2::ClientCall::Delivery delivery, int& refused_retri
 Task<StatusOr<UnaryResponse>> RunUnaryCall(CallPicker& picker, Loop& loop, std::string method,
                                            std::string request, CallOptions options) {
   const std::optional<Loop::Clock::time_point> deadline = DeadlineOf(options);
-  // What routing reads of the call: views of its method and metadata.
-  const CallHeaders headers(options.metadata);
-  CallRequest call_request(method, headers.headers());
+  // What routing reads of the call: its method and metadata, in place.
+  CallRequest call_request(method, options.metadata);
   std::optional<CallRoute> route;  // A6: a retry keeps the call's route
   int refused_retries = 0;
   Status failure;
@@ -242,8 +255,7 @@ Task<StatusOr<std::unique_ptr<ClientStream>>> RunStartStream(CallPicker& picker,
                                                              CallOptions options,
                                                              std::shared_ptr<void> keep_alive) {
   const std::optional<Loop::Clock::time_point> deadline = DeadlineOf(options);
-  const CallHeaders headers(options.metadata);
-  CallRequest call_request(method, headers.headers());
+  CallRequest call_request(method, options.metadata);
   std::optional<CallRoute> route;  // A6: a retry keeps the call's route
   int refused_retries = 0;
   while (true) {
@@ -273,7 +285,6 @@ Task<StatusOr<std::unique_ptr<ClientStream>>> RunStartStream(CallPicker& picker,
     impl->pool = std::move(picked.pool);
     impl->subchannel = std::move(picked.subchannel);
     impl->call_end = picked.call_end;
-    impl->counter = std::move(picked.counter);
     impl->locality_stats = std::move(picked.locality_stats);
     impl->call = std::move(call);
     co_return std::make_unique<ClientStream>(std::move(impl));

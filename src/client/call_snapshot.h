@@ -29,6 +29,9 @@
 namespace uxds::client_internal {
 
 struct SnapshotCluster {
+  // The channel's id for the cluster, never reused (0: the channel has no
+  // state for it): what a call routed by older routes keeps its cluster by.
+  uint64_t id = 0;
   // Null: the cluster has no tree; `error` says why when it is known.
   std::shared_ptr<ClusterLoadBalancer> lb;
   Status error;
@@ -52,16 +55,29 @@ class CallSnapshot final : public Picker {
   // What the channel waits for while it has no config (the deadline
   // message of a call that waited for one).
   std::string waiting_for;
+
+  // The index of the cluster with `id` in `clusters`, if any.
+  std::optional<uint32_t> IndexOfCluster(uint64_t id) const;
 };
 
 // A call's routing, chosen once per call by its first pick and reused by
 // every later one (a queued pick's, and A6's transparent retries'): A42
 // "the call's hash will be the same when it is re-attempted with a new
 // picker"; A76: the config selector assigns it once.
+//
+// A call that picks at once holds no reference to the routes it was routed
+// by (a reference count every loop's calls would write): it keeps their
+// generation, and its cluster's id to find it in newer routes. A call
+// whose pick misses pins the routes (`pinned`), for what its failure says.
 struct CallRoute {
-  std::shared_ptr<const CompiledRoutes> routes;  // chosen in
-  uint32_t cluster = 0;                          // an index into routes->clusters()
+  uint64_t generation = 0;  // of the routes chosen in
+  uint32_t cluster = 0;     // an index into those routes' clusters()
+  uint64_t cluster_id = 0;  // SnapshotCluster::id
   uint64_t hash = 0;
+  // Set by PinRoute() after a miss, until the call is routed by newer routes.
+  std::shared_ptr<const CompiledRoutes> pinned;
+  // The cluster's name: after a miss only (the routes are pinned).
+  const std::string& cluster_name() const { return pinned->clusters()[cluster]; }
 };
 
 // Why a pick could not send the call anywhere yet, and what follows.
@@ -82,6 +98,10 @@ struct PickMiss {
 // has a tree to pick from; else nullptr and why in `miss`.
 const SnapshotCluster* RouteCall(const CallSnapshot& snapshot, CallRequest& request,
                                  std::optional<CallRoute>& route, PickMiss& miss);
+
+// After a pick against `snapshot` missed: pins the routes `route` was
+// chosen in (see CallRoute), inside the scope that reads `snapshot`.
+void PinRoute(const CallSnapshot& snapshot, std::optional<CallRoute>& route);
 
 // Picks in `cluster` inside `scope` (a PickScope of its picker slot): true
 // for a READY endpoint in `result` (valid while the scope lives); else
@@ -119,13 +139,13 @@ class LoopConnectionUse {
 struct PickedEndpoint {
   http2::ClientConnection* connection = nullptr;
   const std::string* peer_address = nullptr;  // "10.0.0.1:443", owned by what keeps it
-  std::shared_ptr<SubchannelPool> pool;       // outlives `subchannel`
+  SubchannelPool::CallHold pool;              // outlives `subchannel`
   SubchannelRef subchannel;
   LoopConnectionUse use;
-  // What CallFinished() reports when the call ends; `counter` and
-  // `locality_stats` keep what it points to alive.
+  // What CallFinished() reports when the call ends. Its A32 counter lives
+  // while the call is counted in it (CallCounter); `locality_stats` keeps
+  // the locality's counts alive.
   PickResult call_end;
-  std::shared_ptr<CallCounter> counter;
   std::shared_ptr<LocalityLoadStats> locality_stats;
   const std::string& peer() const { return *peer_address; }
   // Keeps what `result` counts the call in.

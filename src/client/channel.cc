@@ -14,7 +14,6 @@
 
 namespace uxds {
 
-using client_internal::CallHeaders;
 using client_internal::CallRequest;
 using client_internal::CompiledRoutes;
 using client_internal::ParsedTarget;
@@ -199,6 +198,7 @@ void Channel::Impl::LinkRoutes() {
       client_internal::SnapshotCluster& entry = snapshot->clusters.emplace_back();
       auto found = clusters.find(name);
       if (found == clusters.end()) continue;
+      entry.id = found->second.id;
       entry.lb = found->second.lb;
       entry.error = found->second.error;
       entry.note = found->second.note;
@@ -227,6 +227,14 @@ bool Channel::Impl::PickNow(CallRequest& request, std::optional<CallRoute>& rout
   PickScope snapshot_scope(shared->snapshots);
   const auto& snapshot =
       *static_cast<const client_internal::CallSnapshot*>(snapshot_scope.picker());
+  if (PickIn(snapshot, request, route, picked, miss)) return true;
+  client_internal::PinRoute(snapshot, route);
+  return false;
+}
+
+bool Channel::Impl::PickIn(const client_internal::CallSnapshot& snapshot, CallRequest& request,
+                           std::optional<CallRoute>& route, PickedEndpoint& picked,
+                           PickMiss& miss) {
   const client_internal::SnapshotCluster* cluster =
       client_internal::RouteCall(snapshot, request, route, miss);
   if (cluster == nullptr) return false;
@@ -247,14 +255,14 @@ bool Channel::Impl::PickNow(CallRequest& request, std::optional<CallRoute>& rout
   }
   picked.connection = connection;
   picked.peer_address = &subchannel->address();
-  picked.pool = subchannels;
+  picked.pool = SubchannelPool::CallHold(subchannels.get());
   picked.subchannel = SubchannelRef(subchannel);
   picked.CountIn(result);
   return true;
 }
 
 Status Channel::Impl::ClusterFailure(const CallRoute& route) const {
-  auto it = clusters.find(route.routes->clusters()[route.cluster]);
+  auto it = clusters.find(route.cluster_name());
   if (it == clusters.end() || it->second.lb == nullptr) return Status();
   return it->second.lb->status();
 }

@@ -63,8 +63,14 @@ LbPolicyOptions Channel::Impl::LbOptions() const {
   return lb;
 }
 
-Channel::Impl::ClusterState& Channel::Impl::EnsureCluster(const std::string& name) {
+Channel::Impl::ClusterState& Channel::Impl::StateOf(const std::string& name) {
   ClusterState& state = clusters[name];
+  if (state.id == 0) state.id = ++last_cluster_id;
+  return state;
+}
+
+Channel::Impl::ClusterState& Channel::Impl::EnsureCluster(const std::string& name) {
+  ClusterState& state = StateOf(name);
   if (state.lb == nullptr) {
     state.lb = std::make_unique<ClusterLoadBalancer>(loop, subchannels, LbOptions());
     state.lb->SetStateObserver([this](ConnectivityState, const Status&) { WakeWaiters(); });
@@ -103,7 +109,7 @@ void Channel::Impl::UpdateCluster(const std::string& name) {
   auto it = config->clusters.find(name);
   if (it == config->clusters.end()) return;
   if (!it->second.ok()) {
-    ClusterState& state = clusters[name];
+    ClusterState& state = StateOf(name);
     state.lb.reset();
     state.sources.clear();
     state.error = Status(StatusCode::kUnavailable, it->second.status().message());

@@ -62,6 +62,8 @@ struct Channel::Impl final : client_internal::CallPicker {
   // One cluster a route names, with its LB tree (none if the cluster has an
   // error: `error` then fails its calls).
   struct ClusterState {
+    // SnapshotCluster::id: set when the state is made, never reused.
+    uint64_t id = 0;
     // Shared with the published snapshots that name it, which release it
     // on this loop once no other loop can read them.
     std::shared_ptr<ClusterLoadBalancer> lb;
@@ -93,6 +95,7 @@ struct Channel::Impl final : client_internal::CallPicker {
   Status config_error = UnavailableError("no xDS configuration yet");
   bool config_failed = false;  // config_error is a real error, not "not yet"
   std::map<std::string, ClusterState, std::less<>> clusters;
+  uint64_t last_cluster_id = 0;  // ClusterState::id
   // A plain host:port channel: its one cluster.
   std::string direct_cluster;
   std::unique_ptr<HostResolver> resolver;
@@ -132,6 +135,8 @@ struct Channel::Impl final : client_internal::CallPicker {
 
   LbPolicyOptions LbOptions() const;
 
+  // The cluster's state, made (with a new id) if it has none.
+  ClusterState& StateOf(const std::string& name);
   ClusterState& EnsureCluster(const std::string& name);
 
   void OnConfig(StatusOr<std::shared_ptr<const XdsConfig>> update);
@@ -163,6 +168,8 @@ struct Channel::Impl final : client_internal::CallPicker {
   // its subchannel's. No copy of the call's metadata and no allocation.
   bool PickNow(client_internal::CallRequest& request, std::optional<CallRoute>& route,
                PickedEndpoint& picked, PickMiss& miss) override;
+  bool PickIn(const client_internal::CallSnapshot& snapshot, client_internal::CallRequest& request,
+              std::optional<CallRoute>& route, PickedEndpoint& picked, PickMiss& miss);
   Task<bool> WaitForChange(std::optional<Loop::Clock::time_point> deadline) override;
   Status ClusterFailure(const CallRoute& route) const override;
   // The routes every new call is routed by: the config's virtual host

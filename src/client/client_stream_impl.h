@@ -31,12 +31,11 @@ struct ClientStream::Impl {
   void ReleaseCall(bool ok) {
     if (std::exchange(released, true)) return;
     CallFinished(call_end, ok);
-    counter.reset();
     locality_stats.reset();
   }
 
   // Members in the order they must outlive each other.
-  std::shared_ptr<SubchannelPool> pool;
+  SubchannelPool::CallHold pool;
   SubchannelRef subchannel;
   // A call on another loop's connection: that loop's LoopChannel state
   // (which owns the connection) outlives the claim on it.
@@ -44,9 +43,9 @@ struct ClientStream::Impl {
   client_internal::LoopConnectionUse use;
   PickResult call_end;  // what ReleaseCall() reports
   bool released = false;
-  // Keep what call_end points to alive until the call ends (null when the
-  // cluster counts no calls / reports no load).
-  std::shared_ptr<CallCounter> counter;
+  // Keeps the locality call_end counts in alive until the call ends (null
+  // when the cluster reports no load); its A32 counter lives while the
+  // call is counted in it.
   std::shared_ptr<LocalityLoadStats> locality_stats;
   std::string peer;
   std::unique_ptr<http2::ClientCall> call;

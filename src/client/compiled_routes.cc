@@ -1,23 +1,92 @@
 #include "client/compiled_routes.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <variant>
 
 #include <xxhash.h>
 
 #include "lb/lb_policy.h"
+#include "runtime/bytes_equal.h"
 #include "xds/routing/route_selection.h"
 
 namespace uxds::client_internal {
 
-namespace {
-
-bool FastMatch(std::string_view text, std::string_view value, bool prefix) {
-  return prefix ? text.starts_with(value) : text == value;
+CompiledRoutes::TextTest CompiledRoutes::TextTest::Of(const StringMatcher& matcher) {
+  TextTest test;
+  switch (matcher.type) {
+    case StringMatcher::Type::kExact:
+      test.kind = Kind::kExact;
+      break;
+    case StringMatcher::Type::kPrefix:
+      test.kind = Kind::kPrefix;
+      break;
+    case StringMatcher::Type::kSuffix:
+      test.kind = Kind::kSuffix;
+      break;
+    case StringMatcher::Type::kContains:
+      test.kind = Kind::kContains;
+      break;
+    case StringMatcher::Type::kSafeRegex:
+      return test;
+  }
+  test.ignore_case = matcher.ignore_case;
+  test.value = matcher.value;
+  if (test.ignore_case) {
+    for (char& c : test.value) {
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    }
+  }
+  return test;
 }
 
-}  // namespace
+bool CompiledRoutes::TextTest::Same(const char* text) const {
+  return ignore_case ? BytesEqualLowered(text, value.data(), value.size())
+                     : BytesEqual(text, value.data(), value.size());
+}
+
+bool CompiledRoutes::TextTest::Contains(std::string_view text) const {
+  const size_t n = value.size();
+  if (n == 0) return true;
+  if (text.size() < n) return false;
+  // Where the first byte matches, the rest is compared.
+  const char first = value[0];
+  const size_t last = text.size() - n;
+  for (size_t at = 0; at <= last; ++at) {
+    char c = text[at];
+    if (ignore_case && c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    if (c != first) continue;
+    const char* rest = text.data() + at + 1;
+    if (ignore_case ? BytesEqualLowered(rest, value.data() + 1, n - 1)
+                    : BytesEqual(rest, value.data() + 1, n - 1)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool CompiledRoutes::TextTest::Matches(std::string_view text) const {
+  const size_t n = value.size();
+  switch (kind) {
+    case Kind::kExact:
+      return text.size() == n && Same(text.data());
+    case Kind::kPrefix:
+      return text.size() >= n && Same(text.data());
+    case Kind::kSuffix:
+      return text.size() >= n && Same(text.data() + text.size() - n);
+    case Kind::kContains:
+      return Contains(text);
+    case Kind::kRegex:
+      break;
+  }
+  return false;
+}
+
+uint64_t CompiledRoutes::NextGeneration() {
+  static std::atomic<uint64_t> last{0};
+  return last.fetch_add(1, std::memory_order_relaxed) + 1;
+}
 
 uint32_t CompiledRoutes::Intern(std::string_view name) {
   if (routing::HiddenFromMatching(name)) return kNeverVisible;
@@ -25,7 +94,9 @@ uint32_t CompiledRoutes::Intern(std::string_view name) {
   auto found = std::find(header_names_.begin(), header_names_.end(), name);
   if (found != header_names_.end()) return static_cast<uint32_t>(found - header_names_.begin());
   header_names_.emplace_back(name);
-  return static_cast<uint32_t>(header_names_.size() - 1);
+  const auto index = static_cast<uint32_t>(header_names_.size() - 1);
+  if (index < CallRequest::kMemoized) memoized_name_sizes_ |= uint64_t{1} << SizeBit(name.size());
+  return index;
 }
 
 uint32_t CompiledRoutes::ClusterIndex(const std::string& name) {
@@ -40,25 +111,18 @@ std::optional<uint32_t> CompiledRoutes::IndexOf(std::string_view cluster) const 
   return static_cast<uint32_t>(found - clusters_.begin());
 }
 
-CompiledRoutes::Form CompiledRoutes::FormOf(const StringMatcher& matcher) {
-  if (matcher.ignore_case) return Form::kParsed;
-  if (matcher.type == StringMatcher::Type::kExact) return Form::kExact;
-  if (matcher.type == StringMatcher::Type::kPrefix) return Form::kPrefix;
-  return Form::kParsed;
-}
-
 bool CompiledRoutes::PathMatches(const Route& route, std::string_view path) {
-  return route.path_form == Form::kParsed
-             ? route.path.Matches(path)
-             : FastMatch(path, route.path_value, route.path_form == Form::kPrefix);
+  return route.path_test.kind == TextTest::Kind::kRegex ? route.path.Matches(path)
+                                                        : route.path_test.Matches(path);
 }
 
 bool CompiledRoutes::OthersMatch(const Route& route, CallRequest& request,
-                                 const CompiledRoutes& routes) {
-  for (const HeaderTest& test : route.headers) {
-    const CallRequest::Value value = request.ValueOf(routes, test.header);
-    if (test.form == Form::kParsed) {
-      if (!test.matcher.Matches(value.present() ? std::optional<std::string_view>(value.view())
+                                 uint32_t from_test) const {
+  for (uint32_t i = from_test; i < route.end_test; ++i) {
+    const HeaderTest& test = tests_[i];
+    const CallRequest::Value value = request.ValueOf(*this, test.header);
+    if (test.parsed != nullptr) {
+      if (!test.parsed->Matches(value.present() ? std::optional<std::string_view>(value.view())
                                                 : std::nullopt)) {
         return false;
       }
@@ -66,9 +130,7 @@ bool CompiledRoutes::OthersMatch(const Route& route, CallRequest& request,
     }
     // A28: a missing header fails the string types, inverted or not.
     if (!value.present()) return false;
-    if (FastMatch(value.view(), test.value, test.form == Form::kPrefix) == test.invert) {
-      return false;
-    }
+    if (test.text.Matches(value.view()) == test.invert) return false;
   }
   // A28: runtime_fraction, scaled to a million: matches for draws below it.
   return !route.fraction_per_million.has_value() ||
@@ -83,20 +145,24 @@ std::shared_ptr<const CompiledRoutes> CompiledRoutes::Compile(
   for (const RouteConfigResource::Route& source : virtual_host.routes) {
     Route& route = compiled->routes_.emplace_back();
     route.path = source.matchers.path;
-    route.path_form = FormOf(source.matchers.path);
-    route.path_value = source.matchers.path.value;
+    route.path_test = TextTest::Of(source.matchers.path);
     route.same_path_as_previous =
         compiled->routes_.size() > 1 && source.matchers.path == (&source - 1)->matchers.path;
+    route.first_test = static_cast<uint32_t>(compiled->tests_.size());
     for (const HeaderMatcher& matcher : source.matchers.headers) {
-      HeaderTest& test = route.headers.emplace_back();
+      HeaderTest& test = compiled->tests_.emplace_back();
       test.header = compiled->Intern(matcher.name);
-      const bool string_type = matcher.type == HeaderMatcher::Type::kExact ||
-                               matcher.type == HeaderMatcher::Type::kPrefix;
-      test.form = string_type ? FormOf(matcher.string_matcher) : Form::kParsed;
       test.invert = matcher.invert_match;
-      test.value = matcher.string_matcher.value;
-      test.matcher = matcher;
+      const bool string_type = matcher.type == HeaderMatcher::Type::kExact ||
+                               matcher.type == HeaderMatcher::Type::kPrefix ||
+                               matcher.type == HeaderMatcher::Type::kSuffix ||
+                               matcher.type == HeaderMatcher::Type::kContains;
+      if (string_type) test.text = TextTest::Of(matcher.string_matcher);
+      if (test.text.kind == TextTest::Kind::kRegex) {
+        test.parsed = &compiled->parsed_.emplace_front(matcher);
+      }
     }
+    route.end_test = static_cast<uint32_t>(compiled->tests_.size());
     route.fraction_per_million = source.matchers.fraction_per_million;
     const auto* action = std::get_if<RouteAction>(&source.action);
     if (action == nullptr) continue;
@@ -132,7 +198,70 @@ std::shared_ptr<const CompiledRoutes> CompiledRoutes::Compile(
       }
     }
   }
+  compiled->FindRuns();
   return compiled;
+}
+
+uint64_t CompiledRoutes::HashValue(std::string_view value) {
+  return XXH3_64bits(value.data(), value.size());
+}
+
+void CompiledRoutes::FindRuns() {
+  // Whether route i can be in a run, and whether it continues the one
+  // route i - 1 is in.
+  auto keyed = [&](size_t i) {
+    const Route& route = routes_[i];
+    if (route.first_test == route.end_test) return false;
+    const HeaderTest& test = tests_[route.first_test];
+    return test.parsed == nullptr && test.text.kind == TextTest::Kind::kExact &&
+           !test.text.ignore_case && !test.invert && test.header != kNeverVisible;
+  };
+  auto continues = [&](size_t i) {
+    return keyed(i) && keyed(i - 1) && routes_[i].same_path_as_previous &&
+           tests_[routes_[i].first_test].header == tests_[routes_[i - 1].first_test].header;
+  };
+  for (size_t first = 0; first < routes_.size();) {
+    size_t end = first + 1;
+    if (keyed(first)) {
+      while (end < routes_.size() && continues(end)) ++end;
+    }
+    if (end - first >= kMinRun) {
+      Run& run = runs_.emplace_back();
+      run.end_route = static_cast<uint32_t>(end);
+      run.header = tests_[routes_[first].first_test].header;
+      size_t capacity = 8;
+      while (capacity < 2 * (end - first)) capacity *= 2;
+      run.slots.resize(capacity);
+      for (size_t i = first; i < end; ++i) {
+        const uint64_t hash = HashValue(tests_[routes_[i].first_test].text.value);
+        size_t at = hash & (capacity - 1);
+        while (run.slots[at].route != kNoRun) at = (at + 1) & (capacity - 1);
+        run.slots[at] = Run::Slot{hash, static_cast<uint32_t>(i)};
+      }
+      routes_[first].run = static_cast<uint32_t>(runs_.size() - 1);
+    }
+    first = end;
+  }
+}
+
+const CompiledRoutes::Route* CompiledRoutes::MatchInRun(const Run& run,
+                                                        CallRequest& request) const {
+  // A28: a missing header fails an exact test: no route of the run matches.
+  const CallRequest::Value value = request.ValueOf(*this, run.header);
+  if (!value.present()) return nullptr;
+  const uint64_t hash = HashValue(value.view());
+  const size_t mask = run.slots.size() - 1;
+  // Along the probe, the routes whose value hashes alike, in route order.
+  for (size_t at = hash & mask; run.slots[at].route != kNoRun; at = (at + 1) & mask) {
+    const Run::Slot& slot = run.slots[at];
+    if (slot.hash != hash) continue;
+    const Route& route = routes_[slot.route];
+    const HeaderTest& first = tests_[route.first_test];
+    if (first.text.Matches(value.view()) && OthersMatch(route, request, route.first_test + 1)) {
+      return &route;
+    }
+  }
+  return nullptr;
 }
 
 std::shared_ptr<const CompiledRoutes> CompiledRoutes::Direct(std::string cluster) {
@@ -181,11 +310,20 @@ CompiledRoutes::Outcome CompiledRoutes::Choose(CallRequest& request, uint64_t ch
   // A28: "the first match wins".
   const Route* matched = nullptr;
   bool path_matches = false;
-  for (const Route& route : routes_) {
+  for (size_t i = 0; i < routes_.size(); ++i) {
+    const Route& route = routes_[i];
     // Routes often share a path matcher (a service's routes told apart by
     // headers): its answer for this call is computed once.
     if (!route.same_path_as_previous) path_matches = PathMatches(route, request.path());
-    if (path_matches && OthersMatch(route, request, *this)) {
+    if (route.run != kNoRun) {
+      // Every route of the run has this path matcher.
+      const Run& run = runs_[route.run];
+      if (path_matches) matched = MatchInRun(run, request);
+      if (matched != nullptr) break;
+      i = run.end_route - 1;
+      continue;
+    }
+    if (path_matches && OthersMatch(route, request, route.first_test)) {
       matched = &route;
       break;
     }

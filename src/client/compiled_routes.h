@@ -51,6 +51,9 @@ class CompiledRoutes {
   // Every cluster the routes name, each once, in route order: the indices
   // Choose() returns.
   const std::vector<std::string>& clusters() const { return clusters_; }
+  // Unique to this table in the process: a call tells routes apart by it
+  // without holding them.
+  uint64_t generation() const { return generation_; }
   std::optional<uint32_t> IndexOf(std::string_view cluster) const;
 
  private:
@@ -60,15 +63,29 @@ class CompiledRoutes {
   static constexpr uint32_t kNeverVisible = UINT32_MAX;     // "-bin", "grpc-", ":"
   static constexpr uint32_t kContentType = UINT32_MAX - 1;  // always "application/grpc"
 
-  // How a matcher is evaluated: the case-sensitive exact and prefix forms
-  // (what most routes use) inline, the rest through the parsed matcher.
-  enum class Form : uint8_t { kExact, kPrefix, kParsed };
+  // A StringMatcher compiled (A28 path and header matchers): exact,
+  // prefix, suffix and contains are evaluated inline, the case-insensitive
+  // ones against a value lower-cased here; a regex through the matcher.
+  struct TextTest {
+    enum class Kind : uint8_t { kExact, kPrefix, kSuffix, kContains, kRegex };
+    Kind kind = Kind::kRegex;
+    bool ignore_case = false;
+    std::string value;  // lower-cased when ignore_case
+    static TextTest Of(const StringMatcher& matcher);
+    // Not kRegex.
+    bool Matches(std::string_view text) const;
+    // Whether the value.size() bytes at `text` are the value.
+    bool Same(const char* text) const;
+    bool Contains(std::string_view text) const;
+  };
+  // A header matcher: the string types as a TextTest, the others (regex,
+  // range, present) through the parsed matcher. Every route's tests are in
+  // one array, small and in route order, for the walk over the routes.
   struct HeaderTest {
     uint32_t header = kNeverVisible;
-    Form form = Form::kParsed;
     bool invert = false;
-    std::string value;  // kExact, kPrefix
-    HeaderMatcher matcher;
+    TextTest text;                          // a string type, not kRegex
+    const HeaderMatcher* parsed = nullptr;  // otherwise: in parsed_
   };
   struct HashPolicy {
     enum class Kind : uint8_t { kHeader, kChannelId, kNone } kind = Kind::kNone;
@@ -78,11 +95,12 @@ class CompiledRoutes {
     std::string substitution;
   };
   struct Route {
-    Form path_form = Form::kParsed;
-    std::string path_value;  // kExact, kPrefix
-    StringMatcher path;
+    TextTest path_test;
+    StringMatcher path;                  // path_test is kRegex
     bool same_path_as_previous = false;  // the route before has an equal path matcher
-    std::vector<HeaderTest> headers;
+    uint32_t first_test = 0;             // its header tests: tests_[first_test, end_test)
+    uint32_t end_test = 0;
+    uint32_t run = kNoRun;  // the first route of a run: its index in runs_
     std::optional<uint32_t> fraction_per_million;
     bool forwards = false;  // has a route action
     // One cluster, or weighted clusters with their running weight sums.
@@ -91,18 +109,51 @@ class CompiledRoutes {
     std::vector<HashPolicy> hash_policies;
   };
 
+  // A run of routes told apart by one header's exact value (a service's
+  // routes by tenant, by version): consecutive routes with one path
+  // matcher, each with a case-sensitive exact test of `header` first. A
+  // call looks its value up once, in a table over the run, instead of
+  // testing route after route. Only the routes whose value it is can
+  // match; they are tried in route order (A28: the first match wins).
+  static constexpr uint32_t kNoRun = UINT32_MAX;
+  static constexpr size_t kMinRun = 4;  // shorter runs are walked
+  struct Run {
+    uint32_t end_route = 0;  // the run is routes_[its first route, end_route)
+    uint32_t header = kNeverVisible;
+    // Open addressing over the first tests' values: 2^k slots, linear
+    // probing; a value's routes lie along its probe in route order.
+    struct Slot {
+      uint64_t hash = 0;
+      uint32_t route = kNoRun;  // kNoRun: empty
+    };
+    std::vector<Slot> slots;
+  };
+  static uint64_t HashValue(std::string_view value);
+  void FindRuns();
+  // The first route of `run` that matches, else null.
+  const Route* MatchInRun(const Run& run, CallRequest& request) const;
+
   uint32_t Intern(std::string_view name);
-  static Form FormOf(const StringMatcher& matcher);
+  // A name's length as a bit of memoized_name_sizes_ (63: 63 or more).
+  static unsigned SizeBit(size_t size) { return size < 63 ? static_cast<unsigned>(size) : 63; }
   static bool PathMatches(const Route& route, std::string_view path);
   // The route's header matchers and runtime fraction.
-  static bool OthersMatch(const Route& route, CallRequest& request, const CompiledRoutes& routes);
+  bool OthersMatch(const Route& route, CallRequest& request, uint32_t from_test) const;
   uint32_t ClusterIndex(const std::string& name);
   std::optional<uint64_t> Hash(const Route& route, CallRequest& request, uint64_t channel_id) const;
 
   std::vector<Route> routes_;
+  std::vector<HeaderTest> tests_;
+  std::vector<Run> runs_;
+  std::forward_list<HeaderMatcher> parsed_;  // stable addresses
   std::vector<std::string> clusters_;
   std::vector<std::string> header_names_;
+  // The SizeBit()s of the names a CallRequest finds in one pass: a
+  // metadata entry whose name has none of these lengths is skipped.
+  uint64_t memoized_name_sizes_ = 0;
   bool direct_ = false;
+  uint64_t generation_ = NextGeneration();
+  static uint64_t NextGeneration();
 };
 
 }  // namespace uxds::client_internal

@@ -190,8 +190,16 @@ bool LoopChannel::Impl::PickNow(CallRequest& request, std::optional<CallRoute>& 
     miss = {PickMiss::Next::kWait, Status(), PickMiss::Waiting::kConfig};
     return false;
   }
+  if (PickIn(*snapshot, request, route, picked, miss)) return true;
+  client_internal::PinRoute(*snapshot, route);
+  return false;
+}
+
+bool LoopChannel::Impl::PickIn(const CallSnapshot& snapshot, CallRequest& request,
+                               std::optional<CallRoute>& route, PickedEndpoint& picked,
+                               PickMiss& miss) {
   const client_internal::SnapshotCluster* cluster =
-      client_internal::RouteCall(*snapshot, request, route, miss);
+      client_internal::RouteCall(snapshot, request, route, miss);
   if (cluster == nullptr) return false;
   // The endpoint, and the subchannel it names, live while this scope does.
   PickScope scope(cluster->lb->picker_slot());

@@ -92,6 +92,9 @@ struct LoopChannel::Impl final : client_internal::CallPicker,
   bool PickNow(client_internal::CallRequest& request,
                std::optional<client_internal::CallRoute>& route,
                client_internal::PickedEndpoint& picked, client_internal::PickMiss& miss) override;
+  bool PickIn(const client_internal::CallSnapshot& snapshot, client_internal::CallRequest& request,
+              std::optional<client_internal::CallRoute>& route,
+              client_internal::PickedEndpoint& picked, client_internal::PickMiss& miss);
   Task<bool> WaitForChange(std::optional<Loop::Clock::time_point> deadline) override;
   std::string WaitingForConfig() const override;
   Status ClusterFailure(const client_internal::CallRoute&) const override { return Status(); }

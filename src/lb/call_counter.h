@@ -26,20 +26,43 @@
 
 namespace uxds {
 
-// A call holds its counter (shared_from_this) so that ending it stays safe
-// after the policies that counted it are gone.
-class CallCounter : public std::enable_shared_from_this<CallCounter> {
+// The calls counted in a counter keep it: a call holds only the raw
+// pointer a pick returned (a reference count per call would be one more
+// read-modify-write on a line every picking thread writes), and a counter
+// whose last owner lets go while calls are still counted in it is freed by
+// a later sweep that finds its count at zero. After the owners let go no
+// pick can take a slot (the pickers that hold it are gone), so the count
+// only falls; a sum read as zero then stays zero, and every Release() that
+// made it zero has finished with the counter.
+class CallCounter {
  public:
+  // The only way to make one: its deleter waits for the calls counted in it.
+  static std::shared_ptr<CallCounter> Create();
+
   // Counts one call unless `max_requests` are already counted (the check
   // and the take of A32, once per pick).
   bool TryAcquire(uint32_t max_requests);
+  // Any thread; the counter stays valid until this returns.
   void Release();
   int64_t Load() const;
+  // Counters whose owners let go with calls still counted (for tests).
+  static size_t awaiting_calls();
 
  private:
+  CallCounter() = default;
+  // The shards any thread has written (a prefix: shards are handed out in
+  // order): a check sums only those.
+  void NoteShard(unsigned shard);
+  // Every shard, whatever shards_used_ says (the owners have let go).
+  int64_t LoadAll() const;
+  static void OwnersLetGo(CallCounter* counter);
+  static void SweepLocked();
+
   struct alignas(64) Shard {
     std::atomic<int64_t> calls{0};
   };
+  // Read by every pick; written once per thread that first counts here.
+  alignas(64) std::atomic<unsigned> shards_used_{0};
   Shard shards_[kCounterShards];
 };
 

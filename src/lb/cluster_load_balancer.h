@@ -92,7 +92,7 @@ class ClusterLoadBalancer {
   bool have_tree_ = false;
   std::unique_ptr<PriorityPolicy> priority_;
   // The counter of the two-argument Update().
-  const std::shared_ptr<CallCounter> counter_ = std::make_shared<CallCounter>();
+  const std::shared_ptr<CallCounter> counter_ = CallCounter::Create();
   std::shared_ptr<const ClusterImplConfig> own_ = std::make_shared<ClusterImplConfig>(
       ClusterImplConfig{.drops = {},
                         .max_requests = ClusterResource::kDefaultMaxConcurrentRequests,

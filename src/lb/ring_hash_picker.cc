@@ -34,12 +34,12 @@ PickResult RingHashPicker::Pick(const PickArgs& args) const {
   XXH64_reset(&state, 0);
   bool found = false;
   bool non_empty = false;
-  for (const PickHeader& h : args.headers) {
-    if (h.name != request_hash_header_) continue;
+  for (const auto& [name, value] : args.metadata) {
+    if (name != request_hash_header_) continue;
     if (found) XXH64_update(&state, ",", 1);
-    XXH64_update(&state, h.value.data(), h.value.size());
+    XXH64_update(&state, value.data(), value.size());
     found = true;
-    non_empty = non_empty || !h.value.empty();
+    non_empty = non_empty || !value.empty();
   }
   // A76: only a header with a non-empty value gives the hash; an empty one
   // counts as missing.

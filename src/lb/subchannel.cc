@@ -144,7 +144,13 @@ SubchannelRef::~SubchannelRef() {
 }
 
 std::shared_ptr<SubchannelPool> SubchannelPool::Create(Loop& loop, SubchannelOptions options) {
-  return std::shared_ptr<SubchannelPool>(new SubchannelPool(loop, std::move(options)));
+  return std::shared_ptr<SubchannelPool>(new SubchannelPool(loop, std::move(options)),
+                                         &SubchannelPool::OwnersLetGo);
+}
+
+void SubchannelPool::OwnersLetGo(SubchannelPool* pool) {
+  pool->owners_gone_ = true;
+  if (pool->call_holds_ == 0) delete pool;
 }
 
 SubchannelPool::SubchannelPool(Loop& loop, SubchannelOptions options)

@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "http2/client_connection.h"
@@ -145,11 +146,35 @@ class SubchannelRef {
 
 // One subchannel per unique address. Lives on the control loop; Shutdown()
 // before destruction. The pool outlives every SubchannelRef to its
-// subchannels (a call holds the pool with its subchannel).
+// subchannels (a call holds the pool, by a CallHold, with its subchannel).
 class SubchannelPool : public std::enable_shared_from_this<SubchannelPool> {
  public:
   static std::shared_ptr<SubchannelPool> Create(Loop& loop, SubchannelOptions options = {});
   ~SubchannelPool();
+
+  // A call's hold on the pool (control thread only, as SubchannelRef): the
+  // pool is freed when its last owner lets go and no hold is left,
+  // whichever comes last. A plain count: a call on the control loop takes
+  // no reference count other threads write.
+  class CallHold {
+   public:
+    CallHold() = default;
+    explicit CallHold(SubchannelPool* pool) : pool_(pool) {
+      if (pool_ != nullptr) ++pool_->call_holds_;
+    }
+    CallHold(CallHold&& other) noexcept : pool_(std::exchange(other.pool_, nullptr)) {}
+    CallHold& operator=(CallHold&& other) noexcept {
+      CallHold old(std::move(*this));
+      pool_ = std::exchange(other.pool_, nullptr);
+      return *this;
+    }
+    ~CallHold() {
+      if (pool_ != nullptr && --pool_->call_holds_ == 0 && pool_->owners_gone_) delete pool_;
+    }
+
+   private:
+    SubchannelPool* pool_ = nullptr;
+  };
 
   // The subchannel for `address` (created IDLE if there is none).
   SubchannelRef Get(const SocketAddress& address);
@@ -179,6 +204,8 @@ class SubchannelPool : public std::enable_shared_from_this<SubchannelPool> {
   friend class Subchannel;
   friend class SubchannelRef;
   SubchannelPool(Loop& loop, SubchannelOptions options);
+  // The deleter of the pool's shared_ptr.
+  static void OwnersLetGo(SubchannelPool* pool);
   Task<void> TearDown();
   void Release(Subchannel* s);
   // Owns a released subchannel until its tasks have ended.
@@ -188,6 +215,8 @@ class SubchannelPool : public std::enable_shared_from_this<SubchannelPool> {
 
   Loop& loop_;
   SubchannelOptions options_;
+  size_t call_holds_ = 0;     // CallHolds (control thread)
+  bool owners_gone_ = false;  // every shared_ptr let go (control thread)
   std::map<std::string, std::unique_ptr<Subchannel>> subchannels_;  // by address text
   // Endpoint::index values: the smallest free one is taken, so they stay
   // dense (as many as the pool's largest size).

@@ -48,7 +48,7 @@ ClusterImplPicker MakePicker(std::shared_ptr<CallCounter> counter, uint32_t max_
 // ends a pick goes through again.
 TEST(ClusterImplTest, AtMaxRequestsTheNextPickDropsUntilACallEnds) {
   constexpr uint32_t kMax = 5;
-  auto counter = std::make_shared<CallCounter>();
+  auto counter = CallCounter::Create();
   ClusterImplPicker picker = MakePicker(counter, kMax, ChildPicker::Mode::kComplete);
   std::vector<PickResult> held;
   for (uint32_t i = 0; i < kMax; ++i) {
@@ -74,7 +74,7 @@ TEST(ClusterImplTest, AtMaxRequestsTheNextPickDropsUntilACallEnds) {
 // was (the slot taken by the check goes back), however many there are.
 // At the limit such a pick drops first (A32 comes before the child).
 TEST(ClusterImplTest, APickTheChildDoesNotCompleteHoldsNoSlot) {
-  auto counter = std::make_shared<CallCounter>();
+  auto counter = CallCounter::Create();
   ClusterImplPicker queueing = MakePicker(counter, 1, ChildPicker::Mode::kQueue);
   ClusterImplPicker failing = MakePicker(counter, 1, ChildPicker::Mode::kFail);
   for (int i = 0; i < 100; ++i) {
@@ -103,7 +103,7 @@ TEST(ClusterImplTest, ConcurrentPicksStayWithinTheSlackAndNeverDropUnderTheLimit
   constexpr int kPicks = 20000;
   {
     // Each thread holds at most 2 calls: 8 at most, the limit.
-    auto counter = std::make_shared<CallCounter>();
+    auto counter = CallCounter::Create();
     ClusterImplPicker picker = MakePicker(counter, 2 * kThreads, ChildPicker::Mode::kComplete);
     std::atomic<int> drops{0};
     std::vector<std::thread> threads;
@@ -128,7 +128,7 @@ TEST(ClusterImplTest, ConcurrentPicksStayWithinTheSlackAndNeverDropUnderTheLimit
   }
   {
     constexpr uint32_t kMax = 2;
-    auto counter = std::make_shared<CallCounter>();
+    auto counter = CallCounter::Create();
     ClusterImplPicker picker = MakePicker(counter, kMax, ChildPicker::Mode::kComplete);
     std::atomic<int64_t> most{0};
     std::atomic<int> admitted{0};
@@ -152,6 +152,31 @@ TEST(ClusterImplTest, ConcurrentPicksStayWithinTheSlackAndNeverDropUnderTheLimit
     EXPECT_LE(most.load(), int64_t{kMax} + kThreads - 1);
     EXPECT_EQ(counter->Load(), 0);
   }
+}
+
+// A call holds only the raw counter its pick returned: a counter whose
+// owners (the pickers, the tree) let go while calls are counted in it
+// lives until the last of them ends, on whichever thread that is. ASan
+// sees any use after the free.
+TEST(ClusterImplTest, ACounterLivesUntilTheLastCallCountedInItEnds) {
+  const size_t awaiting_before = CallCounter::awaiting_calls();
+  std::vector<PickResult> calls;
+  {
+    ClusterImplPicker picker = MakePicker(CallCounter::Create(), 100, ChildPicker::Mode::kComplete);
+    for (int i = 0; i < 3; ++i) calls.push_back(picker.Pick({}));
+  }  // the picker, the counter's last owner, is gone
+  EXPECT_EQ(CallCounter::awaiting_calls(), awaiting_before + 1);
+  ASSERT_NE(calls[0].call_counter, nullptr);
+  EXPECT_EQ(calls[0].call_counter->Load(), 3);
+  CallFinished(calls[0], true);
+  std::thread([&] { CallNotStarted(calls[1]); }).join();  // another thread's shard
+  EXPECT_EQ(calls[2].call_counter->Load(), 1);
+  EXPECT_EQ(CallCounter::awaiting_calls(), awaiting_before + 1);
+  CallFinished(calls[2], false);
+  EXPECT_EQ(CallCounter::awaiting_calls(), awaiting_before);  // freed now
+  // With no call counted, the owners' release frees it at once.
+  { ClusterImplPicker idle = MakePicker(CallCounter::Create(), 1, ChildPicker::Mode::kComplete); }
+  EXPECT_EQ(CallCounter::awaiting_calls(), awaiting_before);
 }
 
 }  // namespace

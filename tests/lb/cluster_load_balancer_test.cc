@@ -238,9 +238,9 @@ TEST_F(ClusterLoadBalancerTest, RingHashRequestHashHeaderFromTheCluster) {
   cluster.lb_policy.request_hash_header = "x-user";
   lb_->Update(cluster, MakeEndpoints({{{Addr(0), Addr(1), Addr(2), Addr(3)}}}));
   auto pick_for = [&](const std::string& user, uint64_t channel_hash) -> std::string {
-    const PickHeader headers[] = {{"x-user", user}};
+    const std::pair<std::string, std::string> metadata[] = {{"x-user", user}};
     PickArgs args;
-    args.headers = headers;
+    args.metadata = metadata;
     args.hash = channel_hash;
     PickScope scope(lb_->picker_slot());
     const PickResult r = scope.Pick(args);
@@ -455,7 +455,7 @@ TEST_F(ClusterLoadBalancerTest, AnOpenScopeKeepsEveryPickerRetiredSinceItOpened)
 TEST_F(ClusterLoadBalancerTest, PicksOfAPriorityStartedLaterCountInItsLocality) {
   auto stats = std::make_shared<ClusterLoadStats>("c", "s");
   auto own = std::make_shared<ClusterImplConfig>();
-  own->counter = std::make_shared<CallCounter>();
+  own->counter = CallCounter::Create();
   own->load = stats;
   lb_->Update(RoundRobinCluster(), MakeEndpoints({{{Addr(0)}}, {{Addr(2)}}}), own);
   auto zone_of_pick = [&]() -> std::string {
@@ -527,7 +527,7 @@ TEST_F(ClusterLoadBalancerTest, EndpointUpdatesKeepConnectionsToKeptAddresses) {
 TEST_F(ClusterLoadBalancerTest, APickFirstPriorityIgnoresTheClustersLbPolicy) {
   const std::string refused = lb_testing::RefusedAddress().ToString();
   auto own = std::make_shared<ClusterImplConfig>();
-  own->counter = std::make_shared<CallCounter>();
+  own->counter = CallCounter::Create();
   own->max_requests = 1024;
   lb_->Update(RingHashCluster(), MakeEndpoints({{{refused, Addr(0), Addr(1)}}}), own, {},
               {PriorityChildConfig{"dns[child0]", /*pick_first=*/true}});

@@ -117,7 +117,7 @@ TEST(LoadStatsTest, ClusterImplPickerCountsPicksDropsAndCircuitBreakerDrops) {
   load.localities = std::make_shared<const LocalityTable>(
       std::vector<std::pair<uint32_t, std::shared_ptr<LocalityLoadStats>>>{
           {a.index, stats->Locality(Zone("za"))}, {b.index, stats->Locality(Zone("zb"))}});
-  auto counter = std::make_shared<CallCounter>();
+  auto counter = CallCounter::Create();
   for (uint32_t index : {0u, 6u, 8u, 10u, 1u << 31}) {
     Endpoint unlisted{"10.0.0.3:443", nullptr, index};
     ClusterImplPicker picker(ImplConfig({}, counter, 2), std::make_shared<FixedPicker>(&unlisted),

@@ -344,9 +344,10 @@ TEST_F(RingHashPickerTest, RequestHashHeaderValuesJoinedWithComma) {
     std::vector<Subchannel*> placed;
     const std::vector<State> states{State::kReady, State::kReady, State::kReady, State::kReady};
     auto picker = co_await MakePicker(ring, 0, states, placed, "x-user");
-    const PickHeader headers[] = {{"x-other", "zzz"}, {"x-user", "alice"}, {"x-user", "bob"}};
+    const std::pair<std::string, std::string> metadata[] = {
+        {"x-other", "zzz"}, {"x-user", "alice"}, {"x-user", "bob"}};
     PickArgs args;
-    args.headers = headers;
+    args.metadata = metadata;
     args.hash = 7;  // ignored: the header decides (A76)
     const PickResult r = picker->Pick(args);
     const PickResult expected = picker->PickForHash(XxHash64("alice,bob"));
@@ -384,9 +385,9 @@ TEST_F(RingHashPickerTest, AnEmptyHeaderValueCountsAsMissing) {
     std::vector<Subchannel*> placed;
     const std::vector<State> states{State::kReady, State::kReady, State::kReady, State::kReady};
     auto picker = co_await MakePicker(ring, 0, states, placed, "x-user");
-    const PickHeader headers[] = {{"x-user", ""}};
+    const std::pair<std::string, std::string> metadata[] = {{"x-user", ""}};
     PickArgs args;
-    args.headers = headers;
+    args.metadata = metadata;
     std::set<const Subchannel*> picked;
     for (int i = 0; i < 200; ++i) {
       const PickResult r = picker->Pick(args);

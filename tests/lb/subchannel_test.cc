@@ -79,6 +79,22 @@ TEST_F(SubchannelTest, OnePerAddressSharedByEveryUser) {
   EXPECT_EQ(pool_->size(), 0u);
 }
 
+// A call on the control loop holds its subchannel and a CallHold on the
+// pool: the pool outlives the call's reference even when every owner of
+// the pool has let go first (ASan sees a use after the free).
+TEST_F(SubchannelTest, ACallsHoldKeepsThePoolUntilItsSubchannelIsReleased) {
+  SubchannelPool::CallHold hold(pool_.get());
+  SubchannelRef subchannel = pool_->Get(SocketAddress::Loopback4(1));
+  loop_->BlockOn(pool_->Shutdown());
+  std::weak_ptr<SubchannelPool> weak = pool_;
+  pool_.reset();
+  EXPECT_TRUE(weak.expired());        // no owner is left; the hold keeps the pool
+  subchannel = SubchannelRef();       // releases into the pool: still there
+  hold = SubchannelPool::CallHold();  // and now the pool goes
+  // TearDown() shuts down a pool of its own.
+  pool_ = SubchannelPool::Create(*loop_, lb_testing::FastSubchannelOptions());
+}
+
 // Endpoint::index: unique among live subchannels, the smallest free one
 // taken, so pickers can keep per-endpoint arrays; Find() sees live ones.
 TEST_F(SubchannelTest, EndpointIndicesAreDenseAndReused) {
