@@ -134,8 +134,9 @@ class CompiledRoutes {
   const Route* MatchInRun(const Run& run, CallRequest& request) const;
 
   uint32_t Intern(std::string_view name);
-  // A name's length as a bit of memoized_name_sizes_ (63: 63 or more).
-  static unsigned SizeBit(size_t size) { return size < 63 ? static_cast<unsigned>(size) : 63; }
+  // A name's length as a bit of memoized_name_sizes_ (modulo 64: a longer
+  // name may share a shorter one's bit, which costs only a comparison).
+  static unsigned SizeBit(size_t size) { return static_cast<unsigned>(size & 63); }
   static bool PathMatches(const Route& route, std::string_view path);
   // The route's header matchers and runtime fraction.
   bool OthersMatch(const Route& route, CallRequest& request, uint32_t from_test) const;
