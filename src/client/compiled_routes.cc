@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
-#include <cstring>
 #include <variant>
 
 // XXH64 (A42's header hash) inline: a call hashes a value or two, where a
@@ -216,26 +215,16 @@ uint64_t CompiledRoutes::HashValue(std::string_view value) {
     x ^= x >> 32;
     return x;
   };
-  auto load64 = [](const char* p) {
-    uint64_t word;
-    std::memcpy(&word, p, sizeof word);
-    return word;
-  };
-  auto load32 = [](const char* p) {
-    uint32_t word;
-    std::memcpy(&word, p, sizeof word);
-    return uint64_t{word};
-  };
   const char* p = value.data();
   const size_t n = value.size();
   uint64_t hash = 0x9e3779b97f4a7c15 * (n + 1);
   if (n >= 8) {
-    for (size_t i = 0; i + 8 < n; i += 8) hash = mix(hash ^ load64(p + i));
-    return mix(hash ^ load64(p + n - 8));
+    for (size_t i = 0; i + 8 < n; i += 8) hash = mix(hash ^ LoadWord64(p + i));
+    return mix(hash ^ LoadWord64(p + n - 8));
   }
   uint64_t tail = 0;
   if (n >= 4) {
-    tail = load32(p) | (load32(p + n - 4) << 32);
+    tail = LoadWord32(p) | (uint64_t{LoadWord32(p + n - 4)} << 32);
   } else {
     for (size_t i = 0; i < n; ++i) tail |= uint64_t{static_cast<uint8_t>(p[i])} << (8 * i);
   }

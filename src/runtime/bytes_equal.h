@@ -12,27 +12,36 @@
 
 namespace uxds {
 
+inline uint64_t LoadWord64(const char* p) {
+  uint64_t word;
+  std::memcpy(&word, p, sizeof word);
+  return word;
+}
+inline uint32_t LoadWord32(const char* p) {
+  uint32_t word;
+  std::memcpy(&word, p, sizeof word);
+  return word;
+}
+
+namespace bytes_internal {
+
+// For n >= 8: whole words, then the last 8 bytes (overlapping the last
+// word read); each word of `a` passes through `transform` first.
+template <typename Transform>
+inline bool WordsEqual(const char* a, const char* b, size_t n, Transform transform) {
+  for (size_t i = 0; i + 8 < n; i += 8) {
+    if (transform(LoadWord64(a + i)) != LoadWord64(b + i)) return false;
+  }
+  return transform(LoadWord64(a + n - 8)) == LoadWord64(b + n - 8);
+}
+
+}  // namespace bytes_internal
+
 // Whether the `n` bytes at `a` and at `b` are equal.
 inline bool BytesEqual(const char* a, const char* b, size_t n) {
-  auto load64 = [](const char* p) {
-    uint64_t word;
-    std::memcpy(&word, p, sizeof word);
-    return word;
-  };
-  if (n >= 8) {
-    // Whole words, then the last 8 bytes (overlapping the last word read).
-    for (size_t i = 0; i + 8 < n; i += 8) {
-      if (load64(a + i) != load64(b + i)) return false;
-    }
-    return load64(a + n - 8) == load64(b + n - 8);
-  }
+  if (n >= 8) return bytes_internal::WordsEqual(a, b, n, [](uint64_t word) { return word; });
   if (n >= 4) {
-    uint32_t a0, b0, a1, b1;
-    std::memcpy(&a0, a, 4);
-    std::memcpy(&b0, b, 4);
-    std::memcpy(&a1, a + n - 4, 4);
-    std::memcpy(&b1, b + n - 4, 4);
-    return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+    return ((LoadWord32(a) ^ LoadWord32(b)) | (LoadWord32(a + n - 4) ^ LoadWord32(b + n - 4))) == 0;
   }
   for (size_t i = 0; i < n; ++i) {
     if (a[i] != b[i]) return false;
@@ -55,17 +64,7 @@ inline uint64_t LowerAsciiWord(uint64_t word) {
 // Whether the `n` bytes at `text`, ASCII-lowered, equal the `n` bytes at
 // `lowered` (already lower-case).
 inline bool BytesEqualLowered(const char* text, const char* lowered, size_t n) {
-  auto load64 = [](const char* p) {
-    uint64_t word;
-    std::memcpy(&word, p, sizeof word);
-    return word;
-  };
-  if (n >= 8) {
-    for (size_t i = 0; i + 8 < n; i += 8) {
-      if (LowerAsciiWord(load64(text + i)) != load64(lowered + i)) return false;
-    }
-    return LowerAsciiWord(load64(text + n - 8)) == load64(lowered + n - 8);
-  }
+  if (n >= 8) return bytes_internal::WordsEqual(text, lowered, n, LowerAsciiWord);
   for (size_t i = 0; i < n; ++i) {
     const char c = text[i];
     if ((c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c) != lowered[i]) return false;
