@@ -50,7 +50,7 @@ struct Endpoint {
   uint32_t index = 0;
 };
 
-// A request header as the picker sees it (lower-case name).
+// A request header as route selection sees it (lower-case name).
 struct PickHeader {
   std::string_view name;
   std::string_view value;
@@ -95,11 +95,17 @@ struct PickResult {
   }
 };
 
+// Every kComplete pick is ended exactly once, by one of the three below:
+// the pick's A32 counter lives while calls are counted in it, so an end
+// never given keeps it (and its count) forever, and one given twice may
+// free it under another call.
+//
 // Releases one call counted by a pick (any thread).
 void CallEnded(CallCounter* counter);
 // The hook a channel calls, once, when a call picked kComplete ends (any
 // thread; `picked` may be a copy kept after the PickScope ended: only
-// call_counter and locality_stats are used, and they outlive the scope):
+// call_counter and locality_stats are used; the counter outlives the
+// scope by itself, the locality while the caller holds it):
 // releases its max_requests slot (A32) and counts the call in its
 // locality's load report as succeeded (`ok`: status OK) or failed.
 void CallFinished(const PickResult& picked, bool ok);

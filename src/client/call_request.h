@@ -2,8 +2,9 @@
 // in the caller's own strings, and the values of the route table's
 // interned header names, found in one pass over the metadata when routing
 // first asks for one. On the calling thread's stack: routing a call
-// copies no metadata and allocates nothing (unless a header is sent
-// several times and a matcher reads it, A28's joined value).
+// copies no metadata and allocates nothing, unless a header a matcher or
+// hash policy reads is sent several times (A28's joined value) or a hash
+// policy rewrites its value (regex_rewrite).
 #pragma once
 
 #include <array>

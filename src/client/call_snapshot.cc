@@ -24,7 +24,9 @@ const SnapshotCluster* RouteCall(const CallSnapshot& snapshot, CallRequest& requ
   if (route.has_value() && (routes == nullptr || route->generation != routes->generation())) {
     // New routes: the call keeps its cluster while they still name it, else
     // it is routed by them (gRPC keeps the old cluster alive for it
-    // instead).
+    // instead). It is found by the channel's id for it: a cluster the
+    // channel keeps no state for (id 0, never so for an xDS config or a
+    // host:port target) is routed again.
     std::optional<uint32_t> index =
         routes != nullptr ? snapshot.IndexOfCluster(route->cluster_id) : std::nullopt;
     if (index.has_value()) {

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <optional>
 #include <string>
 #include <utility>
@@ -137,6 +138,18 @@ class LoopConnectionUse {
 // update that drops the endpoint or its cluster while the call runs must
 // not end the call.
 struct PickedEndpoint {
+  PickedEndpoint() = default;
+  PickedEndpoint(PickedEndpoint&&) noexcept = default;
+  // Lets go of what it held in its members' destruction order (the
+  // subchannel before the pool's hold), then takes `other`'s.
+  PickedEndpoint& operator=(PickedEndpoint&& other) noexcept {
+    if (this != &other) {
+      this->~PickedEndpoint();
+      new (this) PickedEndpoint(std::move(other));
+    }
+    return *this;
+  }
+
   http2::ClientConnection* connection = nullptr;
   const std::string* peer_address = nullptr;  // "10.0.0.1:443", owned by what keeps it
   SubchannelPool::CallHold pool;              // outlives `subchannel`

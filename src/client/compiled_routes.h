@@ -2,8 +2,9 @@
 // actions and hash policies (A28, A42) turned at config time into tables a
 // call walks without copying its metadata or allocating. Cluster names
 // become indices (the channel keeps one entry per index), and every header
-// name a matcher or hash policy reads is interned, so a call looks each one
-// up at most once in its metadata.
+// name a matcher or hash policy reads is interned, so a call finds the
+// first 16 of them in one pass over its metadata (and any later one in a
+// pass of its own).
 //
 // Immutable once compiled: any thread may route against it.
 #pragma once

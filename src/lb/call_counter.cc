@@ -16,6 +16,20 @@ std::vector<CallCounter*>& Orphans() {
   return *orphans;
 }
 
+// A37's shared counters: one per key while anyone owns it or any call is
+// counted in it. An entry whose owners all let go while calls were
+// counted stays: the next owner of its key gets the same counter back
+// (with its calls still counted), or a sweep frees it once its calls end.
+using SharedKey = std::tuple<const void*, std::string, std::string>;
+struct SharedEntry {
+  CallCounter* counter = nullptr;
+  size_t owners = 0;
+};
+std::map<SharedKey, SharedEntry>& SharedCounters() {
+  static auto* counters = new std::map<SharedKey, SharedEntry>();  // lives until exit
+  return *counters;
+}
+
 }  // namespace
 
 std::shared_ptr<CallCounter> CallCounter::Create() {
@@ -43,7 +57,10 @@ void CallCounter::SweepLocked() {
 size_t CallCounter::awaiting_calls() {
   std::lock_guard lock(g_orphans_mutex);
   SweepLocked();
-  return Orphans().size();
+  SweepSharedLocked();
+  size_t shared_awaiting = 0;
+  for (const auto& [key, shared] : SharedCounters()) shared_awaiting += shared.owners == 0;
+  return Orphans().size() + shared_awaiting;
 }
 
 void CallCounter::NoteShard(unsigned shard) {
@@ -86,24 +103,35 @@ int64_t CallCounter::LoadAll() const {
   return sum;
 }
 
+void CallCounter::SweepSharedLocked() {
+  std::erase_if(SharedCounters(), [](const auto& entry) {
+    const SharedEntry& shared = entry.second;
+    if (shared.owners > 0 || shared.counter->LoadAll() != 0) return false;
+    delete shared.counter;
+    return true;
+  });
+}
+
 std::shared_ptr<CallCounter> SharedCallCounter(const void* scope, const std::string& cluster,
                                                const std::string& eds_service_name) {
-  using Key = std::tuple<const void*, std::string, std::string>;
   // Channels of different XdsClients may configure at once, on their own
   // loops: a lock, held for one map lookup (never on the pick path).
-  static std::mutex mutex;
-  static std::map<Key, std::weak_ptr<CallCounter>> counters;
-  std::lock_guard lock(mutex);
-  // Forget the counters nobody holds any more, so the map stays as small as
-  // the set of clusters in use.
-  std::erase_if(counters, [](const auto& entry) { return entry.second.expired(); });
-  std::weak_ptr<CallCounter>& slot = counters[Key{scope, cluster, eds_service_name}];
-  std::shared_ptr<CallCounter> counter = slot.lock();
-  if (counter == nullptr) {
-    counter = CallCounter::Create();
-    slot = counter;
-  }
-  return counter;
+  std::lock_guard lock(g_orphans_mutex);
+  CallCounter::SweepLocked();
+  CallCounter::SweepSharedLocked();
+  auto it = SharedCounters().try_emplace(SharedKey{scope, cluster, eds_service_name}).first;
+  SharedEntry& shared = it->second;
+  if (shared.counter == nullptr) shared.counter = new CallCounter();
+  ++shared.owners;
+  // Each owner's shared_ptr gives its share back; the entry (and so `it`)
+  // lives while any owner does.
+  return std::shared_ptr<CallCounter>(shared.counter, [it](CallCounter* counter) {
+    std::lock_guard lock(g_orphans_mutex);
+    SharedEntry& entry = it->second;
+    if (--entry.owners > 0 || counter->LoadAll() != 0) return;
+    delete counter;
+    SharedCounters().erase(it);
+  });
 }
 
 void CallEnded(CallCounter* counter) {

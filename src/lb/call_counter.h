@@ -57,6 +57,10 @@ class CallCounter {
   int64_t LoadAll() const;
   static void OwnersLetGo(CallCounter* counter);
   static void SweepLocked();
+  static void SweepSharedLocked();
+  friend std::shared_ptr<CallCounter> SharedCallCounter(const void* scope,
+                                                        const std::string& cluster,
+                                                        const std::string& eds_service_name);
 
   struct alignas(64) Shard {
     std::atomic<int64_t> calls{0};
@@ -70,7 +74,10 @@ class CallCounter {
 // connections for a given cluster": one counter per {cluster, EDS service
 // name} within `scope` (the XdsClient the clusters come from), shared by
 // every channel and every aggregate cluster that uses the cluster. The
-// counter lives while someone holds it. Config time only (takes a lock).
+// counter lives while someone holds it or a call is counted in it: a tree
+// rebuilt while calls of the old one are still in flight gets the same
+// counter back, with those calls counted (as gRPC's calls hold their
+// counter). Config time only (takes a lock).
 std::shared_ptr<CallCounter> SharedCallCounter(const void* scope, const std::string& cluster,
                                                const std::string& eds_service_name);
 

@@ -26,6 +26,14 @@ inline unsigned ThreadShardIndex() {
   return shard;
 }
 
+// For counters every thread adds to with an atomic read-modify-write:
+// threads spread round-robin over every shard, the 17th sharing the first's.
+inline unsigned ThreadSpreadShardIndex() {
+  static std::atomic<unsigned> next{0};
+  thread_local const unsigned shard = next.fetch_add(1, std::memory_order_relaxed) % kCounterShards;
+  return shard;
+}
+
 // Adds `delta` to the calling thread's shard `cell` (at ThreadShardIndex()
 // `shard`), releasing what the thread wrote before to a reader that
 // acquires the sum.

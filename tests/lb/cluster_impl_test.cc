@@ -179,5 +179,37 @@ TEST(ClusterImplTest, ACounterLivesUntilTheLastCallCountedInItEnds) {
   EXPECT_EQ(CallCounter::awaiting_calls(), awaiting_before);
 }
 
+// A37 + A32: a cluster's tree rebuilt while calls of the old one are in
+// flight gets the same shared counter back, with those calls counted: the
+// new tree does not admit max_requests more.
+TEST(ClusterImplTest, ARebuiltTreeGetsItsCounterBackWithTheCallsInFlight) {
+  const int scope = 0;
+  const size_t awaiting_before = CallCounter::awaiting_calls();
+  std::vector<PickResult> calls;
+  {
+    ClusterImplPicker old_tree =
+        MakePicker(SharedCallCounter(&scope, "c", ""), 2, ChildPicker::Mode::kComplete);
+    for (int i = 0; i < 2; ++i) calls.push_back(old_tree.Pick({}));
+  }  // every owner of the counter is gone; two calls still run
+  EXPECT_EQ(CallCounter::awaiting_calls(), awaiting_before + 1);
+  std::shared_ptr<CallCounter> again = SharedCallCounter(&scope, "c", "");
+  EXPECT_EQ(again.get(), calls[0].call_counter);
+  EXPECT_EQ(again->Load(), 2);
+  {
+    ClusterImplPicker new_tree = MakePicker(again, 2, ChildPicker::Mode::kComplete);
+    EXPECT_EQ(new_tree.Pick({}).kind, PickResult::Kind::kFail);  // A32: at the limit
+    CallFinished(calls[0], true);
+    const PickResult admitted = new_tree.Pick({});
+    ASSERT_EQ(admitted.kind, PickResult::Kind::kComplete);
+    CallFinished(admitted, true);
+  }
+  // Another key is another counter.
+  EXPECT_NE(SharedCallCounter(&scope, "other", "").get(), again.get());
+  again.reset();
+  EXPECT_EQ(CallCounter::awaiting_calls(), awaiting_before + 1);  // calls[1] still runs
+  CallFinished(calls[1], false);
+  EXPECT_EQ(CallCounter::awaiting_calls(), awaiting_before);
+}
+
 }  // namespace
 }  // namespace uxds

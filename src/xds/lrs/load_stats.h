@@ -4,8 +4,9 @@
 // Counting happens on application threads, at pick and at call end, and
 // must not lock, allocate or make every picking thread write one shared
 // cache line. Each counter is therefore split into per-thread shards on
-// lines of their own (runtime/thread_shard.h): a thread adds to its shard
-// with a relaxed fetch_add on a line no other thread normally writes; the
+// lines of their own (runtime/thread_shard.h, spread round-robin): a thread
+// adds to its shard with a relaxed fetch_add on a line no other thread
+// writes while there are no more threads than shards; the
 // control thread sums the shards when it builds a report. Counts are
 // cumulative and never reset: a report is the difference to the totals of
 // the previous one, so a count added while a report is built is simply in
@@ -29,7 +30,7 @@ namespace uxds {
 // A count many threads add to.
 class ShardedCounter {
  public:
-  void Add() { shards_[ThreadShardIndex()].value.fetch_add(1, std::memory_order_relaxed); }
+  void Add() { shards_[ThreadSpreadShardIndex()].value.fetch_add(1, std::memory_order_relaxed); }
   uint64_t Read() const;
 
  private:
@@ -75,7 +76,7 @@ class LocalityLoadStats : public std::enable_shared_from_this<LocalityLoadStats>
     std::atomic<uint64_t> succeeded{0};
     std::atomic<uint64_t> failed{0};
   };
-  Counts& Shard() { return shards_[ThreadShardIndex()]; }
+  Counts& Shard() { return shards_[ThreadSpreadShardIndex()]; }
 
   const LocalityName name_;
   Counts shards_[kCounterShards];
