@@ -25,6 +25,7 @@
 // Unknown fields are ignored, as gRPC does.
 #pragma once
 
+#include <chrono>
 #include <compare>
 #include <functional>
 #include <map>
@@ -62,6 +63,9 @@ struct XdsChannelCredentials {
   // tls only: a client certificate for mutual TLS; both set or both empty.
   std::string certificate_file;
   std::string private_key_file;
+  // tls only (A65): the files are read again this often, and soon after
+  // one of them changes; new connections use what was read last.
+  std::chrono::milliseconds refresh_interval = std::chrono::minutes(10);
 
   friend bool operator==(const XdsChannelCredentials&, const XdsChannelCredentials&) = default;
   friend auto operator<=>(const XdsChannelCredentials&, const XdsChannelCredentials&) = default;

@@ -2,6 +2,7 @@
 // code, Listener resource names (A36, A47) and the Node proto. The JSON
 // parser is in bootstrap_json.cc.
 #include "xds/bootstrap.h"
+#include "xds/certificate_providers.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -119,6 +120,10 @@ void CheckXdsServer(const XdsServerConfig& server, ValidationErrors& errors) {
     CheckReadableFile("ca_certificate_file", credentials.ca_certificate_file, errors);
     CheckReadableFile("certificate_file", credentials.certificate_file, errors);
     CheckReadableFile("private_key_file", credentials.private_key_file, errors);
+    if (credentials.refresh_interval < std::chrono::milliseconds(1)) {
+      auto interval_field = errors.Scope(".refresh_interval");
+      errors.Add("must be at least 1ms");
+    }
   } else if (credentials.type == XdsChannelCredentials::kInsecure) {
     if (!credentials.ca_certificate_file.empty() || !credentials.certificate_file.empty() ||
         !credentials.private_key_file.empty()) {
@@ -220,6 +225,10 @@ std::string XdsServerConfig::Key() const {
   append_if_set("ca_certificate_file", channel_credentials.ca_certificate_file);
   append_if_set("certificate_file", channel_credentials.certificate_file);
   append_if_set("private_key_file", channel_credentials.private_key_file);
+  if (channel_credentials.refresh_interval != XdsChannelCredentials{}.refresh_interval) {
+    append_if_set("refresh_interval",
+                  std::to_string(channel_credentials.refresh_interval.count()) + "ms");
+  }
   key += '}';
   if (fail_on_data_errors || resource_timer_is_transient_error) {
     key += ", server_features=[";
@@ -265,6 +274,13 @@ Status Bootstrap::Validate() const {
     for (size_t i = 0; i < xds_servers.size(); ++i) {
       auto server_field = errors.Scope("[" + std::to_string(i) + "]");
       bootstrap_internal::CheckXdsServer(xds_servers[i], errors);
+    }
+  }
+  {
+    auto field = errors.Scope(".certificate_providers");
+    for (const auto& [name, provider] : certificate_providers) {
+      auto provider_field = errors.Scope("[\"" + name + "\"]");
+      CheckCertificateProvider(provider, errors);
     }
   }
   auto field = errors.Scope(".authorities");

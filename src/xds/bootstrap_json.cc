@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "xds/bootstrap.h"
+#include "xds/certificate_providers.h"
 #include "xds/validation_errors.h"
 
 namespace uxds {
@@ -86,6 +87,14 @@ XdsChannelCredentials ParseCredentialsConfig(std::string_view type, const Json* 
   const bool has_key =
       ReadString(*config, "private_key_file", false, errors, &credentials.private_key_file);
   ReadString(*config, "ca_certificate_file", false, errors, &credentials.ca_certificate_file);
+  if (const Json* interval = FindMember(*config, "refresh_interval", false, errors)) {
+    // A65: "If unset, defaults to "600s"".
+    auto interval_field = errors.Scope(".refresh_interval");
+    const std::string text = interval->is_string() ? interval->get<std::string>() : std::string();
+    if (auto parsed = ParseRefreshInterval(interval->is_string() ? &text : nullptr, errors)) {
+      credentials.refresh_interval = *parsed;
+    }
+  }
   // gRPC C++ checks presence, not emptiness, for this rule.
   bootstrap_internal::CheckTlsCertificatePair(has_certificate, has_key, errors);
   return credentials;
@@ -261,6 +270,9 @@ std::map<std::string, CertificateProviderConfig, std::less<>> ParseCertificatePr
         provider.config_json = config->dump();
       }
     }
+    // A29: the plugin and its config are checked now, as gRPC does: a
+    // provider that cannot work fails the bootstrap, not a later handshake.
+    if (!errors.FieldOrSubfieldsHaveErrors()) CheckCertificateProvider(provider, errors);
     providers.emplace(name, std::move(provider));
   }
   return providers;

@@ -8,6 +8,7 @@
 
 #include "support/test_support.h"
 #include "xds/bootstrap.h"
+#include "xds/certificate_providers.h"
 
 namespace uxds {
 namespace {
@@ -54,8 +55,9 @@ constexpr const char* kFullBootstrap = R"json({
   "server_listener_resource_name_template": "grpc/server?xds.resource.listening_address=%s",
   "certificate_providers": {
     "default": {"plugin_name": "file_watcher",
-                "config": {"certificate_file": "/c.pem", "refresh_interval": "60s"}},
-    "bare": {"plugin_name": "file_watcher"}
+                "config": {"certificate_file": "/c.pem", "private_key_file": "/k.pem",
+                           "refresh_interval": "60s"}},
+    "roots_only": {"plugin_name": "file_watcher", "config": {"ca_certificate_file": "/ca.pem"}}
   },
   "unknown_top_level_field": {"ignored": [1, 2, 3]}
 })json";
@@ -136,11 +138,13 @@ TEST(BootstrapTest, FullBootstrapParses) {
             "grpc/server?xds.resource.listening_address=%s");
 
   ASSERT_EQ(bootstrap->certificate_providers.size(), 2u);
-  EXPECT_EQ(bootstrap->certificate_providers.at("default"),
-            (CertificateProviderConfig{
-                "file_watcher", R"({"certificate_file":"/c.pem","refresh_interval":"60s"})"}));
-  EXPECT_EQ(bootstrap->certificate_providers.at("bare"),
-            (CertificateProviderConfig{"file_watcher", "{}"}));
+  EXPECT_EQ(
+      bootstrap->certificate_providers.at("default"),
+      (CertificateProviderConfig{
+          "file_watcher",
+          R"({"certificate_file":"/c.pem","private_key_file":"/k.pem","refresh_interval":"60s"})"}));
+  EXPECT_EQ(bootstrap->certificate_providers.at("roots_only"),
+            (CertificateProviderConfig{"file_watcher", R"({"ca_certificate_file":"/ca.pem"})"}));
 
   EXPECT_TRUE(bootstrap->Validate().ok()) << bootstrap->Validate().ToString();
 }
@@ -345,6 +349,32 @@ INSTANTIATE_TEST_SUITE_P(
                     R"({"xds_servers": [)" GOOD_SERVER R"(], "certificate_providers": 1})",
                     "errors validating bootstrap: "
                     "[field:certificate_providers error:is not an object]"},
+        // A29: gRPC's file_watcher rules, checked when the bootstrap loads.
+        InvalidCase{
+            "FileWatcherConfigProblems",
+            R"({"xds_servers": [)" GOOD_SERVER R"(], "certificate_providers": {)"
+            R"("unknown": {"plugin_name": "vault"}, )"
+            R"("key_alone": {"plugin_name": "file_watcher", )"
+            R"(  "config": {"private_key_file": "/k.pem", "ca_certificate_file": "/c"}}, )"
+            R"("nothing": {"plugin_name": "file_watcher", "config": {}}, )"
+            R"("interval": {"plugin_name": "file_watcher", )"
+            R"(  "config": {"ca_certificate_file": "/c", "refresh_interval": "10m"}}, )"
+            R"("zero": {"plugin_name": "file_watcher", )"
+            R"(  "config": {"ca_certificate_file": "/c", "refresh_interval": "0s"}}, )"
+            R"("types": {"plugin_name": "file_watcher", "config": {"certificate_file": 1}}}})",
+            "errors validating bootstrap: ["
+            "field:certificate_providers[\"interval\"].config.refresh_interval "
+            "error:is not a google.protobuf.Duration (e.g. \"600s\"); "
+            "field:certificate_providers[\"key_alone\"].config error:fields "
+            "\"certificate_file\" and \"private_key_file\" must be both set or both unset; "
+            "field:certificate_providers[\"nothing\"].config error:at least one of "
+            "\"certificate_file\" and \"ca_certificate_file\" must be specified; "
+            "field:certificate_providers[\"types\"].config.certificate_file "
+            "error:is not a string; "
+            "field:certificate_providers[\"unknown\"].plugin_name error:unrecognized "
+            "plugin name \"vault\" (supported: file_watcher); "
+            "field:certificate_providers[\"zero\"].config.refresh_interval "
+            "error:must be at least 1ms]"},
         // The issue's example: problems in different places, one status.
         InvalidCase{"SeveralProblemsAtOnce",
                     R"({"xds_servers": [{"channel_creds": [{"type": "insecure"}]}], )"
@@ -520,6 +550,51 @@ TEST(BootstrapFileTest, TlsCredentialFilesMustBeReadable) {
                 dir.File("empty.pem") +
                 "\" is empty]; field:xds_servers[1].channel_creds error:ca_certificate_file \"" +
                 dir.path() + "\" cannot be read: Is a directory]");
+}
+
+// A29: the instance an xDS resource names, found in the bootstrap; instances
+// of one config share a provider.
+TEST(CertificateProviderForTest, InstancesOfOneConfigShareAProvider) {
+  auto bootstrap = Bootstrap::FromJson(
+      R"({"xds_servers": [{"server_uri": "s:1", "channel_creds": [{"type": "insecure"}]}], )"
+      R"("certificate_providers": {)"
+      R"("a": {"plugin_name": "file_watcher", "config": {"ca_certificate_file": "/no/ca.pem"}},)"
+      R"("b": {"plugin_name": "file_watcher", "config": {"ca_certificate_file": "/no/ca.pem"}},)"
+      R"("c": {"plugin_name": "file_watcher", "config": {"ca_certificate_file": "/no/c.pem"}}}})");
+  ASSERT_TRUE(bootstrap.ok()) << bootstrap.status().ToString();
+  auto a = CertificateProviderFor(*bootstrap, "a");
+  auto b = CertificateProviderFor(*bootstrap, "b");
+  auto c = CertificateProviderFor(*bootstrap, "c");
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  EXPECT_EQ(*a, *b);
+  EXPECT_NE(*a, *c);
+  EXPECT_EQ((*c)->config().ca_certificate_file, "/no/c.pem");
+  EXPECT_EQ((*c)->config().refresh_interval, std::chrono::minutes(10));
+
+  auto missing = CertificateProviderFor(*bootstrap, "d");
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(missing.status().message(),
+            "certificate provider instance \"d\" is not in the bootstrap's certificate_providers");
+}
+
+TEST(CertificateProviderForTest, ABootstrapBuiltInCodeIsCheckedToo) {
+  Bootstrap bootstrap;
+  XdsServerConfig server;
+  server.server_uri = "localhost:1";
+  bootstrap.xds_servers.push_back(server);
+  bootstrap.certificate_providers["x"] = {"file_watcher", R"({"refresh_interval": "1s"})"};
+  bootstrap.certificate_providers["y"] = {"spiffe", "{}"};
+  EXPECT_EQ(bootstrap.Validate().message(),
+            "errors validating bootstrap: ["
+            "field:certificate_providers[\"x\"].config error:at least one of "
+            "\"certificate_file\" and \"ca_certificate_file\" must be specified; "
+            "field:certificate_providers[\"y\"].plugin_name error:unrecognized plugin name "
+            "\"spiffe\" (supported: file_watcher)]");
+  auto x = CertificateProviderFor(bootstrap, "x");
+  EXPECT_EQ(x.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(x.status().message(),
+            "errors validating bootstrap: [field:certificate_providers[\"x\"].config error:at "
+            "least one of \"certificate_file\" and \"ca_certificate_file\" must be specified]");
 }
 
 }  // namespace

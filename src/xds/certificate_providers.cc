@@ -1,0 +1,139 @@
+#include "xds/certificate_providers.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace uxds {
+
+namespace {
+
+using Json = nlohmann::json;
+
+// google.protobuf.Duration's JSON form (proto3 JSON mapping): decimal
+// seconds with up to nine fraction digits and an "s", e.g. "60s", "0.5s".
+std::optional<std::chrono::nanoseconds> ParseJsonDuration(std::string_view text) {
+  if (text.size() < 2 || text.back() != 's') return std::nullopt;
+  text.remove_suffix(1);
+  bool negative = false;
+  if (text.front() == '-') {
+    negative = true;
+    text.remove_prefix(1);
+  }
+  const size_t dot = text.find('.');
+  std::string_view whole = text.substr(0, dot);
+  std::string_view fraction = dot == std::string_view::npos ? "" : text.substr(dot + 1);
+  if (whole.empty() || whole.size() > 12) return std::nullopt;
+  if (dot != std::string_view::npos && (fraction.empty() || fraction.size() > 9)) {
+    return std::nullopt;
+  }
+  int64_t seconds = 0;
+  for (char c : whole) {
+    if (c < '0' || c > '9') return std::nullopt;
+    seconds = seconds * 10 + (c - '0');
+  }
+  int64_t nanos = 0;
+  for (size_t i = 0; i < 9; ++i) {
+    const char c = i < fraction.size() ? fraction[i] : '0';
+    if (c < '0' || c > '9') return std::nullopt;
+    nanos = nanos * 10 + (c - '0');
+  }
+  // Duration's range: +-315,576,000,000 seconds.
+  if (seconds > 315'576'000'000) return std::nullopt;
+  std::chrono::nanoseconds value = std::chrono::seconds(seconds) + std::chrono::nanoseconds(nanos);
+  return negative ? -value : value;
+}
+
+void ReadFileField(const Json& config, const char* name, std::string& out,
+                   ValidationErrors& errors) {
+  auto it = config.find(name);
+  if (it == config.end()) return;
+  if (!it->is_string()) {
+    auto field = errors.Scope(std::string(".") + name);
+    errors.Add("is not a string");
+    return;
+  }
+  out = it->get<std::string>();
+}
+
+}  // namespace
+
+std::optional<std::chrono::milliseconds> ParseRefreshInterval(const std::string* text,
+                                                              ValidationErrors& errors) {
+  std::optional<std::chrono::nanoseconds> interval;
+  if (text != nullptr) interval = ParseJsonDuration(*text);
+  if (!interval.has_value()) {
+    errors.Add("is not a google.protobuf.Duration (e.g. \"600s\")");
+    return std::nullopt;
+  }
+  if (*interval < std::chrono::milliseconds(1)) {
+    // The files are read on a timer of this period: zero or less would
+    // never let the reading thread rest.
+    errors.Add("must be at least 1ms");
+    return std::nullopt;
+  }
+  return std::chrono::ceil<std::chrono::milliseconds>(*interval);
+}
+
+FileWatcherConfig ParseFileWatcherConfig(std::string_view config_json, ValidationErrors& errors) {
+  FileWatcherConfig config;
+  Json json = Json::parse(config_json, nullptr, /*allow_exceptions=*/false);
+  if (!json.is_object()) {
+    errors.Add("is not an object");
+    return config;
+  }
+  ReadFileField(json, "certificate_file", config.certificate_file, errors);
+  ReadFileField(json, "private_key_file", config.private_key_file, errors);
+  ReadFileField(json, "ca_certificate_file", config.ca_certificate_file, errors);
+  if (auto it = json.find("refresh_interval"); it != json.end()) {
+    auto field = errors.Scope(".refresh_interval");
+    const std::string text = it->is_string() ? it->get<std::string>() : std::string();
+    if (auto interval = ParseRefreshInterval(it->is_string() ? &text : nullptr, errors)) {
+      config.refresh_interval = *interval;
+    }
+  }
+  if (!errors.FieldOrSubfieldsHaveErrors()) {
+    if (Status status = ValidateFileWatcherConfig(config); !status.ok()) {
+      errors.Add(status.message());
+    }
+  }
+  return config;
+}
+
+void CheckCertificateProvider(const CertificateProviderConfig& provider, ValidationErrors& errors) {
+  if (provider.plugin_name != kFileWatcherPlugin) {
+    auto field = errors.Scope(".plugin_name");
+    errors.Add("unrecognized plugin name \"" + provider.plugin_name +
+               "\" (supported: file_watcher)");
+    return;
+  }
+  auto field = errors.Scope(".config");
+  (void)ParseFileWatcherConfig(provider.config_json, errors);
+}
+
+StatusOr<std::shared_ptr<FileWatcherCertificateProvider>> CertificateProviderFor(
+    const Bootstrap& bootstrap, std::string_view instance_name) {
+  auto it = bootstrap.certificate_providers.find(instance_name);
+  if (it == bootstrap.certificate_providers.end()) {
+    return NotFoundError("certificate provider instance \"" + std::string(instance_name) +
+                         "\" is not in the bootstrap's certificate_providers");
+  }
+  // A bootstrap built in code may not have been validated.
+  ValidationErrors errors;
+  FileWatcherConfig config;
+  {
+    auto providers = errors.Scope(".certificate_providers");
+    auto instance = errors.Scope("[\"" + it->first + "\"]");
+    CheckCertificateProvider(it->second, errors);
+    if (errors.ok()) {
+      auto field = errors.Scope(".config");
+      config = ParseFileWatcherConfig(it->second.config_json, errors);
+    }
+  }
+  if (!errors.ok()) return errors.ToStatus("errors validating bootstrap");
+  return FileWatcherCertificateProvider::Shared(config);
+}
+
+}  // namespace uxds

@@ -1,0 +1,43 @@
+// A29: the bootstrap's certificate provider instances ("certificate_providers")
+// and the plugin uxds has for them, gRPC's `file_watcher`.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "tls/certificate_provider.h"
+#include "uxds/bootstrap.h"
+#include "xds/validation_errors.h"
+
+namespace uxds {
+
+// The only plugin, as gRPC names it.
+inline constexpr std::string_view kFileWatcherPlugin = "file_watcher";
+
+// A29/A65's "refresh_interval": a google.protobuf.Duration in its JSON form
+// ("600s"), at least 1ms. `text` is null for a value that is not a string.
+// Reports at the current field of `errors` (the caller's
+// ".refresh_interval").
+std::optional<std::chrono::milliseconds> ParseRefreshInterval(const std::string* text,
+                                                              ValidationErrors& errors);
+
+// Parses a file_watcher "config" object (compact JSON text) and checks it
+// by gRPC's rules; reports at the current field of `errors`, which the
+// caller has scoped to the config.
+FileWatcherConfig ParseFileWatcherConfig(std::string_view config_json, ValidationErrors& errors);
+
+// At certificate_providers["<name>"]: the plugin is one uxds has (gRPC
+// refuses a bootstrap naming another) and its config is valid.
+void CheckCertificateProvider(const CertificateProviderConfig& provider, ValidationErrors& errors);
+
+// The provider for an instance that xDS security config names (A29's
+// `instance_name`). Shared with every channel and server naming an instance
+// of the same config; reads no file on the calling thread. NOT_FOUND when
+// the bootstrap has no such instance (A29: the resource is NACKed).
+StatusOr<std::shared_ptr<FileWatcherCertificateProvider>> CertificateProviderFor(
+    const Bootstrap& bootstrap, std::string_view instance_name);
+
+}  // namespace uxds
