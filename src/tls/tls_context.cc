@@ -13,114 +13,34 @@
 #include <string_view>
 #include <utility>
 
+#include "tls/certificate_provider.h"
+#include "tls/pem_files.h"
 #include "tls/tls_alpn.h"
 
 namespace uxds {
 namespace {
 
-// Names a config file in error messages: "ca_certificate_file /x/ca.pem".
-struct ConfigFile {
-  std::string_view field;
-  const std::string& path;
-};
+using tls_internal::ConfigFile;
+using tls_internal::FileError;
+using tls_internal::LoadCertificates;
+using tls_internal::LoadPrivateKey;
+using tls_internal::TakeBoringSslReason;
+using tls_internal::X509List;
 
-Status FileError(const ConfigFile& file, std::string_view why) {
-  return InvalidArgumentError(std::string(file.field) + " " + file.path + ": " + std::string(why));
-}
-
-// The reason of the oldest queued BoringSSL error ("BAD_BASE64_DECODE"), then
-// clears the queue.
-std::string TakeBoringSslReason() {
-  uint32_t packed = ERR_peek_error();
-  std::string reason;
-  if (packed != 0) {
-    const char* text = ERR_reason_error_string(packed);
-    reason = text != nullptr ? text : "error " + std::to_string(ERR_GET_REASON(packed));
-  }
+// Installs the certificate chain (leaf first) and its key on `ctx`;
+// errors name `cert_file` and `key_file`.
+Status InstallIdentity(SSL_CTX* ctx, const X509List& chain, EVP_PKEY* key,
+                       const ConfigFile& cert_file, const ConfigFile& key_file) {
   ERR_clear_error();
-  return reason;
-}
-
-// Reads a whole (small) configuration file.
-StatusOr<std::string> ReadConfigFile(const ConfigFile& file) {
-  if (file.path.empty()) return InvalidArgumentError(std::string(file.field) + ": required");
-  int fd = open(file.path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return FileError(file, std::string("cannot read: ") + std::strerror(errno));
-  std::string contents;
-  char buf[16384];
-  while (true) {
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      close(fd);
-      return FileError(file, std::string("cannot read: ") + std::strerror(err));
-    }
-    if (n == 0) break;
-    contents.append(buf, static_cast<size_t>(n));
-  }
-  close(fd);
-  return contents;
-}
-
-using X509List = std::vector<bssl::UniquePtr<X509>>;
-
-// Every certificate in a PEM file, in file order; at least one.
-StatusOr<X509List> LoadCertificates(const ConfigFile& file) {
-  StatusOr<std::string> pem = ReadConfigFile(file);
-  if (!pem.ok()) return pem.status();
-  bssl::UniquePtr<BIO> bio(BIO_new_mem_buf(pem->data(), static_cast<int>(pem->size())));
-  X509List certs;
-  ERR_clear_error();
-  while (true) {
-    bssl::UniquePtr<X509> cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
-    if (cert == nullptr) break;
-    certs.push_back(std::move(cert));
-  }
-  uint32_t last = ERR_peek_last_error();
-  // Running out of PEM blocks ends the loop with PEM_R_NO_START_LINE; any
-  // other error means a block was malformed.
-  bool clean_end = last == 0 || (ERR_GET_LIB(last) == ERR_LIB_PEM &&
-                                 ERR_GET_REASON(last) == PEM_R_NO_START_LINE);
-  if (!clean_end) return FileError(file, "invalid PEM certificate: " + TakeBoringSslReason());
-  ERR_clear_error();
-  if (certs.empty()) return FileError(file, "no certificate found");
-  return certs;
-}
-
-StatusOr<bssl::UniquePtr<EVP_PKEY>> LoadPrivateKey(const ConfigFile& file) {
-  StatusOr<std::string> pem = ReadConfigFile(file);
-  if (!pem.ok()) return pem.status();
-  bssl::UniquePtr<BIO> bio(BIO_new_mem_buf(pem->data(), static_cast<int>(pem->size())));
-  ERR_clear_error();
-  bssl::UniquePtr<EVP_PKEY> key(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
-  if (key == nullptr) {
-    uint32_t last = ERR_peek_last_error();
-    if (ERR_GET_LIB(last) == ERR_LIB_PEM && ERR_GET_REASON(last) == PEM_R_NO_START_LINE) {
-      ERR_clear_error();
-      return FileError(file, "no private key found");
-    }
-    return FileError(file, "invalid private key: " + TakeBoringSslReason());
-  }
-  return key;
-}
-
-// Installs the certificate chain (leaf first) and its key on `ctx`.
-Status UseCertificateAndKey(SSL_CTX* ctx, const ConfigFile& cert_file, const ConfigFile& key_file) {
-  StatusOr<X509List> chain = LoadCertificates(cert_file);
-  if (!chain.ok()) return chain.status();
-  StatusOr<bssl::UniquePtr<EVP_PKEY>> key = LoadPrivateKey(key_file);
-  if (!key.ok()) return key.status();
-  ERR_clear_error();
-  if (SSL_CTX_use_certificate(ctx, (*chain)[0].get()) != 1) {
+  if (SSL_CTX_use_certificate(ctx, chain[0].get()) != 1) {
     return FileError(cert_file, "unusable certificate: " + TakeBoringSslReason());
   }
-  for (size_t i = 1; i < chain->size(); ++i) {
-    if (SSL_CTX_add1_chain_cert(ctx, (*chain)[i].get()) != 1) {
+  for (size_t i = 1; i < chain.size(); ++i) {
+    if (SSL_CTX_add1_chain_cert(ctx, chain[i].get()) != 1) {
       return FileError(cert_file, "unusable chain certificate: " + TakeBoringSslReason());
     }
   }
-  if (SSL_CTX_use_PrivateKey(ctx, key->get()) != 1 || SSL_CTX_check_private_key(ctx) != 1) {
+  if (SSL_CTX_use_PrivateKey(ctx, key) != 1 || SSL_CTX_check_private_key(ctx) != 1) {
     std::string reason = TakeBoringSslReason();
     return FileError(key_file, "does not match the certificate in " + std::string(cert_file.field) +
                                    " " + cert_file.path + " (" + reason + ")");
@@ -128,15 +48,22 @@ Status UseCertificateAndKey(SSL_CTX* ctx, const ConfigFile& cert_file, const Con
   return OkStatus();
 }
 
-// Trusts every certificate of the CA file for verifying peers. With
+Status UseCertificateAndKey(SSL_CTX* ctx, const ConfigFile& cert_file, const ConfigFile& key_file) {
+  StatusOr<X509List> chain = LoadCertificates(cert_file);
+  if (!chain.ok()) return chain.status();
+  StatusOr<bssl::UniquePtr<EVP_PKEY>> key = LoadPrivateKey(key_file);
+  if (!key.ok()) return key.status();
+  return InstallIdentity(ctx, *chain, key->get(), cert_file, key_file);
+}
+
+// Trusts every certificate of `roots` for verifying peers. With
 // `for_server`, their subjects also become the CertificateRequest's list of
 // acceptable issuers.
-Status UseCaCertificates(SSL_CTX* ctx, const ConfigFile& ca_file, bool for_server) {
-  StatusOr<X509List> roots = LoadCertificates(ca_file);
-  if (!roots.ok()) return roots.status();
+Status InstallRoots(SSL_CTX* ctx, const X509List& roots, const ConfigFile& ca_file,
+                    bool for_server) {
   X509_STORE* store = SSL_CTX_get_cert_store(ctx);
   ERR_clear_error();
-  for (const auto& root : *roots) {
+  for (const auto& root : roots) {
     if (X509_STORE_add_cert(store, root.get()) != 1) {
       return FileError(ca_file, "cannot add certificate: " + TakeBoringSslReason());
     }
@@ -145,6 +72,12 @@ Status UseCaCertificates(SSL_CTX* ctx, const ConfigFile& ca_file, bool for_serve
     }
   }
   return OkStatus();
+}
+
+Status UseCaCertificates(SSL_CTX* ctx, const ConfigFile& ca_file, bool for_server) {
+  StatusOr<X509List> roots = LoadCertificates(ca_file);
+  if (!roots.ok()) return roots.status();
+  return InstallRoots(ctx, *roots, ca_file, for_server);
 }
 
 Status ValidateAlpn(const std::vector<std::string>& alpn) {
@@ -201,6 +134,25 @@ ssl_select_cert_result_t RequireAlpnExtension(const SSL_CLIENT_HELLO* hello) {
 
 }  // namespace
 
+namespace {
+
+// A client context's verification and ALPN, once its roots are in.
+Status FinishClientContext(SSL_CTX* ctx, const TlsClientConfig& config) {
+  // The host name is set per connection (TlsEngine); the chain is verified
+  // during the handshake and a failure aborts it.
+  SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
+  if (!config.alpn.empty()) {
+    std::vector<uint8_t> wire = EncodeAlpnProtocols(config.alpn);
+    // SSL_CTX_set_alpn_protos returns 0 on success.
+    if (SSL_CTX_set_alpn_protos(ctx, wire.data(), wire.size()) != 0) {
+      return InternalError("SSL_CTX_set_alpn_protos failed: " + TakeBoringSslReason());
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
 StatusOr<std::shared_ptr<TlsClientContext>> TlsClientContext::Create(
     const TlsClientConfig& config) {
   UXDS_RETURN_IF_ERROR(ValidateAlpn(config.alpn));
@@ -208,10 +160,6 @@ StatusOr<std::shared_ptr<TlsClientContext>> TlsClientContext::Create(
   if (ctx == nullptr) return InternalError("SSL_CTX_new failed: " + TakeBoringSslReason());
   UXDS_RETURN_IF_ERROR(UseCaCertificates(
       ctx.get(), ConfigFile{"ca_certificate_file", config.ca_certificate_file}, false));
-  // The host name is set per connection (TlsEngine); the chain is verified
-  // during the handshake and a failure aborts it.
-  SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER, nullptr);
-
   bool has_cert = !config.certificate_file.empty();
   bool has_key = !config.private_key_file.empty();
   if (has_cert != has_key) {
@@ -224,14 +172,29 @@ StatusOr<std::shared_ptr<TlsClientContext>> TlsClientContext::Create(
         UseCertificateAndKey(ctx.get(), ConfigFile{"certificate_file", config.certificate_file},
                              ConfigFile{"private_key_file", config.private_key_file}));
   }
-  if (!config.alpn.empty()) {
-    std::vector<uint8_t> wire = EncodeAlpnProtocols(config.alpn);
-    // SSL_CTX_set_alpn_protos returns 0 on success.
-    if (SSL_CTX_set_alpn_protos(ctx.get(), wire.data(), wire.size()) != 0) {
-      return InternalError("SSL_CTX_set_alpn_protos failed: " + TakeBoringSslReason());
-    }
-  }
+  UXDS_RETURN_IF_ERROR(FinishClientContext(ctx.get(), config));
   return std::shared_ptr<TlsClientContext>(new TlsClientContext(config, ctx.release()));
+}
+
+StatusOr<std::shared_ptr<TlsClientContext>> TlsClientContext::FromMaterial(
+    std::shared_ptr<const CertificateMaterial> material, const TlsClientConfig& config) {
+  UXDS_RETURN_IF_ERROR(ValidateAlpn(config.alpn));
+  if (material->roots.empty()) return InvalidArgumentError("ca_certificate_file: required");
+  bssl::UniquePtr<SSL_CTX> ctx = NewContext();
+  if (ctx == nullptr) return InternalError("SSL_CTX_new failed: " + TakeBoringSslReason());
+  UXDS_RETURN_IF_ERROR(InstallRoots(ctx.get(), material->roots,
+                                    ConfigFile{"ca_certificate_file", config.ca_certificate_file},
+                                    false));
+  if (!material->identity_chain.empty()) {
+    UXDS_RETURN_IF_ERROR(InstallIdentity(ctx.get(), material->identity_chain,
+                                         material->private_key.get(),
+                                         ConfigFile{"certificate_file", config.certificate_file},
+                                         ConfigFile{"private_key_file", config.private_key_file}));
+  }
+  UXDS_RETURN_IF_ERROR(FinishClientContext(ctx.get(), config));
+  auto context = std::shared_ptr<TlsClientContext>(new TlsClientContext(config, ctx.release()));
+  context->material_ = std::move(material);
+  return context;
 }
 
 TlsClientContext::TlsClientContext(TlsClientConfig config, ssl_ctx_st* ctx)

@@ -15,6 +15,8 @@ struct ssl_ctx_st;
 
 namespace uxds {
 
+struct CertificateMaterial;
+
 struct TlsClientConfig {
   // Required: PEM roots the server's certificate chain must verify against.
   std::string ca_certificate_file;
@@ -47,17 +49,25 @@ struct TlsServerConfig {
 class TlsClientContext {
  public:
   static StatusOr<std::shared_ptr<TlsClientContext>> Create(const TlsClientConfig& config);
+  // From what a certificate provider read (A29, A65): its roots verify the
+  // server, its identity (if any) is offered for mutual TLS. Reads no file;
+  // `config` gives the ALPN list, and the file names errors mention.
+  static StatusOr<std::shared_ptr<TlsClientContext>> FromMaterial(
+      std::shared_ptr<const CertificateMaterial> material, const TlsClientConfig& config);
   ~TlsClientContext();
   TlsClientContext(const TlsClientContext&) = delete;
   TlsClientContext& operator=(const TlsClientContext&) = delete;
 
   const TlsClientConfig& config() const { return config_; }
   ssl_ctx_st* native_handle() const { return ctx_; }
+  // The material it was made from (FromMaterial), or null.
+  const CertificateMaterial* material() const { return material_.get(); }
 
  private:
   TlsClientContext(TlsClientConfig config, ssl_ctx_st* ctx);
   TlsClientConfig config_;
   ssl_ctx_st* ctx_;  // owned
+  std::shared_ptr<const CertificateMaterial> material_;
 };
 
 class TlsServerContext {

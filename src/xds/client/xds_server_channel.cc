@@ -169,7 +169,7 @@ Task<void> XdsServerChannel::Run() {
 
 Task<StatusOr<std::unique_ptr<http2::ClientConnection>>> XdsServerChannel::Connect() {
   co_return co_await ConnectToXdsServer(env_.loop, resolver_, server_.config, env_.options,
-                                        env_.options.max_ads_response_size, tls_context_);
+                                        env_.options.max_ads_response_size, tls_);
 }
 
 Task<bool> XdsServerChannel::RunStream(CancelState* cancel) {

@@ -29,6 +29,7 @@
 #include "xds/client/exponential_backoff.h"
 #include "xds/client/watcher_notification_queue.h"
 #include "xds/client/xds_resource_cache.h"
+#include "xds/client/xds_server_connect.h"
 
 namespace uxds::xds_internal {
 
@@ -151,7 +152,7 @@ class XdsServerChannel {
   std::map<std::string, TypeState, std::less<>> types_;  // by type URL
   ExponentialBackoff backoff_;
   std::unique_ptr<http2::ClientConnection> connection_;
-  std::shared_ptr<TlsClientContext> tls_context_;
+  XdsServerTls tls_;
   Stream* stream_ = nullptr;  // the stream being run, if any
   uint64_t last_subscription_serial_ = 0;
   // Set when the stream was closed because nothing is subscribed any more:

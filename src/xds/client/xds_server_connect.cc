@@ -58,8 +58,7 @@ HostPort SplitTarget(std::string_view target) {
 
 Task<StatusOr<std::unique_ptr<http2::ClientConnection>>> ConnectToXdsServer(
     Loop& loop, HostResolver& resolver, const XdsServerConfig& server,
-    const XdsClientOptions& client_options, size_t max_receive_message_size,
-    std::shared_ptr<TlsClientContext>& tls_context) {
+    const XdsClientOptions& client_options, size_t max_receive_message_size, XdsServerTls& tls) {
   const HostPort target = SplitTarget(server.server_uri);
   // Off the loop: a lookup can take seconds. A name that does not resolve
   // is a connectivity failure like a refused connection (A57, A71).
@@ -74,18 +73,33 @@ Task<StatusOr<std::unique_ptr<http2::ClientConnection>>> ConnectToXdsServer(
   options.max_receive_message_size = max_receive_message_size;
   const XdsChannelCredentials& credentials = server.channel_credentials;
   if (credentials.type == XdsChannelCredentials::kTls) {
-    if (tls_context == nullptr) {
+    if (tls.provider == nullptr) {
+      FileWatcherConfig files;
+      files.ca_certificate_file = credentials.ca_certificate_file.empty()
+                                      ? kSystemRootsFile
+                                      : credentials.ca_certificate_file;
+      files.certificate_file = credentials.certificate_file;
+      files.private_key_file = credentials.private_key_file;
+      files.refresh_interval = credentials.refresh_interval;
+      tls.provider = FileWatcherCertificateProvider::Shared(files);
+    }
+    // A65: the files are read on the provider's thread, never on this loop.
+    if (Status read = co_await tls.provider->WaitForFirstRead(loop); !read.ok()) co_return read;
+    std::shared_ptr<const CertificateMaterial> material = tls.provider->Current();
+    if (material == nullptr) co_return tls.provider->last_error();
+    if (tls.context == nullptr || tls.context->material() != material.get()) {
+      // New material (or the first): later connections use it, the open
+      // one keeps the session it has.
       TlsClientConfig config;
-      config.ca_certificate_file = credentials.ca_certificate_file.empty()
-                                       ? kSystemRootsFile
-                                       : credentials.ca_certificate_file;
+      config.ca_certificate_file = tls.provider->config().ca_certificate_file;
       config.certificate_file = credentials.certificate_file;
       config.private_key_file = credentials.private_key_file;
-      StatusOr<std::shared_ptr<TlsClientContext>> context = TlsClientContext::Create(config);
+      StatusOr<std::shared_ptr<TlsClientContext>> context =
+          TlsClientContext::FromMaterial(std::move(material), config);
       if (!context.ok()) co_return context.status();
-      tls_context = *std::move(context);
+      tls.context = *std::move(context);
     }
-    options.tls = tls_context;
+    options.tls = tls.context;
     options.tls_server_name = target.host;
   }
   // Every address in the resolver's order (RFC 6724), as gRPC's pick_first

@@ -9,6 +9,7 @@
 
 #include "http2/client_connection.h"
 #include "runtime/host_resolver.h"
+#include "tls/certificate_provider.h"
 #include "tls/tls_context.h"
 #include "uxds/bootstrap.h"
 #include "uxds/loop.h"
@@ -17,12 +18,19 @@
 
 namespace uxds::xds_internal {
 
+// What "tls" credentials keep across connection attempts (A65): the
+// provider that reads their files off the loop and again every
+// refresh_interval, and the context made from the material it read last.
+struct XdsServerTls {
+  std::shared_ptr<FileWatcherCertificateProvider> provider;
+  std::shared_ptr<TlsClientContext> context;
+};
+
 // Resolves server_uri off the loop and connects to each address in the
-// resolver's order until one works. `tls_context` caches the client TLS
-// context of "tls" credentials across calls (made on first use).
+// resolver's order until one works. `tls` is the state of "tls"
+// credentials across calls (made on first use).
 Task<StatusOr<std::unique_ptr<http2::ClientConnection>>> ConnectToXdsServer(
     Loop& loop, HostResolver& resolver, const XdsServerConfig& server,
-    const XdsClientOptions& options, size_t max_receive_message_size,
-    std::shared_ptr<TlsClientContext>& tls_context);
+    const XdsClientOptions& options, size_t max_receive_message_size, XdsServerTls& tls);
 
 }  // namespace uxds::xds_internal

@@ -33,7 +33,7 @@ struct LoadReportingClient::Server {
   HostResolver resolver;
   xds_internal::ExponentialBackoff backoff;
   std::unique_ptr<http2::ClientConnection> connection;
-  std::shared_ptr<TlsClientContext> tls_context;
+  xds_internal::XdsServerTls tls;
 
   // The stream being run: what the server's latest response asked for.
   AsyncQueue<bool> first_response;
@@ -130,7 +130,7 @@ Task<bool> LoadReportingClient::RunStream(Server& server, CancelState* cancel) {
     StatusOr<std::unique_ptr<http2::ClientConnection>> connection =
         co_await xds_internal::ConnectToXdsServer(loop_, server.resolver, server.config,
                                                   options_.connection, options_.max_response_size,
-                                                  server.tls_context);
+                                                  server.tls);
     if (cancel != nullptr && cancel->cancelled()) co_return false;
     if (!connection.ok()) {
       Log(LogSeverity::kWarning, "LRS server " + server.config.server_uri +

@@ -633,5 +633,63 @@ TEST_F(XdsClientProtocolTest, TlsChannelCredentials) {
   EXPECT_TRUE(NextIsCluster(*c1, "c1"));
 }
 
+// A65: "tls" credentials re-read their files; the next connection uses
+// what was read. The client starts with roots that do not sign the control
+// plane's certificate and an identity the control plane does not trust, so
+// every handshake fails; once both files are replaced, it connects.
+TEST_F(XdsClientProtocolTest, TlsCredentialFilesAreReadAgainForTheNextConnection) {
+  TempDir dir;
+  TestCertificates certificates = MakeTestCertificates(dir.path());
+  FakeControlPlaneOptions tls_options;
+  tls_options.tls_cert_file = certificates.server_cert;
+  tls_options.tls_key_file = certificates.server_key;
+  tls_options.client_ca_file = certificates.ca_cert;
+  auto tls_cp = FakeControlPlane::Start(tls_options);
+  ASSERT_NE(tls_cp, nullptr);
+
+  TempDir credentials_dir;
+  const std::string ca = credentials_dir.File("ca.pem");
+  const std::string cert = credentials_dir.File("cert.pem");
+  const std::string key = credentials_dir.File("key.pem");
+  WriteFile(ca, ReadFile(certificates.other_ca_cert));
+  WriteFile(cert, ReadFile(certificates.other_ca_cert));  // self-signed, not the CA's
+  WriteFile(key, ReadFile(dir.File("uxds-other-ca.key")));
+  Bootstrap bootstrap = MakeBootstrap(tls_cp->target());
+  XdsChannelCredentials& credentials = bootstrap.xds_servers[0].channel_credentials;
+  credentials.type = "tls";
+  credentials.ca_certificate_file = ca;
+  credentials.certificate_file = cert;
+  credentials.private_key_file = key;
+  StartClient(bootstrap);
+  auto c1 = Watch(TestClusterType::Get(), "c1");
+  // The CA as a client identity: BoringSSL refuses it (its key usage is
+  // certificate signing only), so no connection is even tried.
+  ASSERT_TRUE(NextIsError(*c1, StatusCode::kUnavailable, "KEY_USAGE_BIT_INCORRECT"));
+
+  // Replaced as deployment tools do: written beside, renamed over.
+  auto replace = [](const std::string& path, const std::string& contents) {
+    WriteFile(path + ".new", contents);
+    ASSERT_EQ(rename((path + ".new").c_str(), path.c_str()), 0);
+  };
+  replace(ca, ReadFile(certificates.ca_cert));
+  replace(cert, ReadFile(certificates.client_cert));
+  replace(key, ReadFile(certificates.client_key));
+  ASSERT_TRUE(WaitForRequest(*tls_cp, kClusterTypeUrl, {"c1"}).has_value());
+  ScriptedResponse response;
+  response.type_url = kClusterTypeUrl;
+  response.version_info = "1";
+  response.resources = {ClusterAny("c1")};
+  WaitForAnswerTo(*tls_cp, tls_cp->SendResponse(response));
+  // The failed attempts before the files changed each reported an error.
+  while (true) {
+    auto event = c1->Next();
+    ASSERT_TRUE(event.has_value());
+    using Kind = std::remove_reference_t<decltype(*event)>::Kind;
+    if (event->kind == Kind::kError) continue;
+    ASSERT_EQ(event->kind, Kind::kResource);
+    break;
+  }
+}
+
 }  // namespace
 }  // namespace uxds::testing
