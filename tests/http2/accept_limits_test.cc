@@ -15,38 +15,20 @@
 
 #include "http2_test_util.h"
 #include "runtime/tcp_socket.h"
+#include "support/test_support.h"
 #include "uxds/log.h"
 
 namespace uxds::http2::testing {
 namespace {
 
 using std::chrono::milliseconds;
+using ::uxds::testing::LogCapture;
 
 constexpr std::string_view kHello =
     "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
     "\x00\x00\x00\x04\x00\x00\x00\x00\x00";  // the preface, an empty SETTINGS
 
 // Log lines, captured while it lives.
-class LogCapture {
- public:
-  LogCapture() {
-    SetLogSink([this](LogSeverity, std::string_view message) {
-      std::lock_guard lock(mu_);
-      lines_.emplace_back(message);
-    });
-  }
-  ~LogCapture() { SetLogSink({}); }
-  int Count(std::string_view needle) {
-    std::lock_guard lock(mu_);
-    int n = 0;
-    for (const std::string& line : lines_) n += line.find(needle) != std::string::npos;
-    return n;
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<std::string> lines_;
-};
 
 // The highest open descriptor, and how many are open.
 std::pair<int, int> OpenDescriptors() {

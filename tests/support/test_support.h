@@ -5,11 +5,13 @@
 
 #include <chrono>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/subprocess.h"
+#include "uxds/log.h"
 
 namespace uxds::testing {
 
@@ -46,6 +48,32 @@ struct TestCertificates {
 };
 // Writes the files into `dir` (once per dir; later calls reuse them).
 TestCertificates MakeTestCertificates(const std::string& dir);
+
+// Log lines from every thread while it lives (the process-wide sink is
+// put back to the default when it ends).
+class LogCapture {
+ public:
+  LogCapture() {
+    SetLogSink([this](LogSeverity, std::string_view message) {
+      std::lock_guard lock(mu_);
+      lines_.emplace_back(message);
+    });
+  }
+  ~LogCapture() { SetLogSink({}); }
+  LogCapture(const LogCapture&) = delete;
+  LogCapture& operator=(const LogCapture&) = delete;
+  // Lines that contain `needle`.
+  int Count(std::string_view needle) {
+    std::lock_guard lock(mu_);
+    int n = 0;
+    for (const std::string& line : lines_) n += line.find(needle) != std::string::npos;
+    return n;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::string> lines_;
+};
 
 std::string ReadFile(const std::string& path);
 void WriteFile(const std::string& path, const std::string& contents);

@@ -21,6 +21,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::Certs;
+using testing::LogCapture;
 
 // Waits for `done` (a condition another thread makes true), up to 20 s:
 // a bound against hangs, not a timing assertion.
@@ -51,28 +52,6 @@ void ReplaceFile(const std::string& path, const std::string& contents) {
   testing::WriteFile(staged, contents);
   ASSERT_EQ(rename(staged.c_str(), path.c_str()), 0);
 }
-
-// Log lines that contain `needle`, collected from every thread.
-class LogCapture {
- public:
-  LogCapture() {
-    SetLogSink([this](LogSeverity, std::string_view message) {
-      std::lock_guard lock(mu_);
-      lines_.emplace_back(message);
-    });
-  }
-  ~LogCapture() { SetLogSink(nullptr); }
-  int Count(std::string_view needle) {
-    std::lock_guard lock(mu_);
-    int count = 0;
-    for (const std::string& line : lines_) count += line.find(needle) != std::string::npos;
-    return count;
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<std::string> lines_;
-};
 
 class CertificateProviderTest : public ::testing::Test {
  protected:
