@@ -36,6 +36,9 @@ Status ValidateFileWatcherConfig(const FileWatcherConfig& config) {
   if (config.refresh_interval <= std::chrono::milliseconds::zero()) {
     return InvalidArgumentError("field \"refresh_interval\" must be positive");
   }
+  if (config.refresh_interval > FileWatcherConfig::kMaxRefreshInterval) {
+    return InvalidArgumentError("field \"refresh_interval\" must be at most a year");
+  }
   return OkStatus();
 }
 

@@ -40,6 +40,10 @@ struct FileWatcherConfig {
   std::string ca_certificate_file;
   // A29/A65: re-read this often; "600s" when the config leaves it out.
   std::chrono::milliseconds refresh_interval = std::chrono::minutes(10);
+  // The longest refresh_interval a provider keeps: a year. Longer periods
+  // are the same as never in practice, and would overflow the reading
+  // thread's steady_clock deadline (nanoseconds) near 292 years.
+  static constexpr std::chrono::hours kMaxRefreshInterval{24 * 365};
 
   friend bool operator==(const FileWatcherConfig&, const FileWatcherConfig&) = default;
 };

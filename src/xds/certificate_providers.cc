@@ -42,6 +42,13 @@ std::optional<std::chrono::nanoseconds> ParseJsonDuration(std::string_view text)
   }
   // Duration's range: +-315,576,000,000 seconds.
   if (seconds > 315'576'000'000) return std::nullopt;
+  // A valid Duration can exceed what int64 nanoseconds hold (about 292
+  // years): saturate rather than overflow.
+  constexpr int64_t kMaxNanosecondSeconds =
+      std::chrono::nanoseconds::max().count() / 1'000'000'000 - 1;
+  if (seconds > kMaxNanosecondSeconds) {
+    return negative ? std::chrono::nanoseconds::min() : std::chrono::nanoseconds::max();
+  }
   std::chrono::nanoseconds value = std::chrono::seconds(seconds) + std::chrono::nanoseconds(nanos);
   return negative ? -value : value;
 }
@@ -73,6 +80,12 @@ std::optional<std::chrono::milliseconds> ParseRefreshInterval(const std::string*
     // never let the reading thread rest.
     errors.Add("must be at least 1ms");
     return std::nullopt;
+  }
+  if (*interval > FileWatcherConfig::kMaxRefreshInterval) {
+    // Reading once a year is reading never in practice; the cap keeps the
+    // reading thread's deadline arithmetic in range.
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+        FileWatcherConfig::kMaxRefreshInterval);
   }
   return std::chrono::ceil<std::chrono::milliseconds>(*interval);
 }

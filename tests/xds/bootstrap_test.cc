@@ -577,6 +577,24 @@ TEST(CertificateProviderForTest, InstancesOfOneConfigShareAProvider) {
             "certificate provider instance \"d\" is not in the bootstrap's certificate_providers");
 }
 
+// Duration's whole range is accepted; periods beyond a year read as a year,
+// so the reading thread's deadline (steady_clock nanoseconds) cannot overflow.
+TEST(CertificateProviderForTest, TheLongestDurationsReadAsAYear) {
+  auto bootstrap = Bootstrap::FromJson(
+      R"({"xds_servers": [{"server_uri": "s:1", "channel_creds": [{"type": "insecure"}]}], )"
+      R"("certificate_providers": {)"
+      R"("max": {"plugin_name": "file_watcher", )"
+      R"(  "config": {"ca_certificate_file": "/no/max.pem", "refresh_interval": "315576000000s"}},)"
+      R"("decade": {"plugin_name": "file_watcher", )"
+      R"(  "config": {"ca_certificate_file": "/no/decade.pem", "refresh_interval": "315360000s"}}}})");
+  ASSERT_TRUE(bootstrap.ok()) << bootstrap.status().ToString();
+  for (const char* name : {"max", "decade"}) {
+    auto provider = CertificateProviderFor(*bootstrap, name);
+    ASSERT_TRUE(provider.ok()) << name << ": " << provider.status().ToString();
+    EXPECT_EQ((*provider)->config().refresh_interval, std::chrono::hours(24 * 365)) << name;
+  }
+}
+
 TEST(CertificateProviderForTest, ABootstrapBuiltInCodeIsCheckedToo) {
   Bootstrap bootstrap;
   XdsServerConfig server;
