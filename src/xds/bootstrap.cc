@@ -123,6 +123,11 @@ void CheckXdsServer(const XdsServerConfig& server, ValidationErrors& errors) {
     if (credentials.refresh_interval < std::chrono::milliseconds(1)) {
       auto interval_field = errors.Scope(".refresh_interval");
       errors.Add("must be at least 1ms");
+    } else if (credentials.refresh_interval > FileWatcherConfig::kMaxRefreshInterval) {
+      // The JSON form is capped when parsed; a bootstrap built in code is
+      // held to the same bound (the reading thread's deadline arithmetic).
+      auto interval_field = errors.Scope(".refresh_interval");
+      errors.Add("must be at most a year");
     }
   } else if (credentials.type == XdsChannelCredentials::kInsecure) {
     if (!credentials.ca_certificate_file.empty() || !credentials.certificate_file.empty() ||

@@ -28,8 +28,6 @@ constexpr std::string_view kHello =
     "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
     "\x00\x00\x00\x04\x00\x00\x00\x00\x00";  // the preface, an empty SETTINGS
 
-// Log lines, captured while it lives.
-
 // The highest open descriptor, and how many are open.
 std::pair<int, int> OpenDescriptors() {
   int highest = -1, count = 0;

@@ -615,5 +615,21 @@ TEST(CertificateProviderForTest, ABootstrapBuiltInCodeIsCheckedToo) {
             "least one of \"certificate_file\" and \"ca_certificate_file\" must be specified]");
 }
 
+// A65: "tls" credentials built in code are held to the bound the JSON form
+// is capped at.
+TEST(CertificateProviderForTest, TlsCredentialsBuiltInCodeReadAtMostYearly) {
+  Bootstrap bootstrap;
+  XdsServerConfig server;
+  server.server_uri = "localhost:1";
+  server.channel_credentials.type = XdsChannelCredentials::kTls;
+  server.channel_credentials.refresh_interval = std::chrono::hours(24 * 366);
+  bootstrap.xds_servers.push_back(server);
+  EXPECT_EQ(bootstrap.Validate().message(),
+            "errors validating bootstrap: [field:xds_servers[0].channel_creds.refresh_interval "
+            "error:must be at most a year]");
+  bootstrap.xds_servers[0].channel_credentials.refresh_interval = std::chrono::hours(24 * 365);
+  EXPECT_TRUE(bootstrap.Validate().ok()) << bootstrap.Validate().ToString();
+}
+
 }  // namespace
 }  // namespace uxds
