@@ -103,6 +103,21 @@ class CallToolTest : public ::testing::Test {
     return lines;
   }
 
+  // Every call answered by host-0 or host-1 (`calls` in all, if given).
+  static void ExpectOnlyTheTestBackends(const std::map<std::string, int>& by_backend,
+                                        int calls = -1) {
+    int answered = 0;
+    for (const auto& [backend, n] : by_backend) {
+      EXPECT_TRUE(backend == "host-0" || backend == "host-1") << backend;
+      EXPECT_GT(n, 0) << backend;
+      answered += n;
+    }
+    EXPECT_FALSE(by_backend.empty());
+    if (calls >= 0) {
+      EXPECT_EQ(answered, calls) << ::testing::PrintToString(by_backend);
+    }
+  }
+
   std::unique_ptr<FakeControlPlane> cp_;
   std::unique_ptr<LoopThread> backends_;
   std::vector<std::unique_ptr<http2::Server>> servers_;
@@ -128,15 +143,16 @@ TEST_F(CallToolTest, PrintsOneLinePerCallAndASummary) {
     indices.insert(lines[i]["call"].get<int>());
   }
   EXPECT_EQ(indices.size(), 40u);
-  // Round robin over both: every backend answers, by its hostname.
-  EXPECT_EQ(backends.size(), 2u) << ::testing::PrintToString(backends);
-  EXPECT_GT(backends["host-0"], 0);
-  EXPECT_GT(backends["host-1"], 0);
+  // Each line names the backend by its hostname, and the summary counts the
+  // lines. Which backends answer is round robin's: it picks among the READY
+  // ones, and on a loaded machine 40 calls can end before the second
+  // connection is up (LoopChannelTest waits for both READY and checks the
+  // spread).
+  ExpectOnlyTheTestBackends(backends, 40);
   const json& summary = lines[40]["summary"];
   EXPECT_EQ(summary["calls"], 40);
   EXPECT_EQ(summary["by_status"], json({{"OK", 40}}));
-  EXPECT_EQ(summary["by_backend"]["host-0"].get<int>(), backends["host-0"]);
-  EXPECT_EQ(summary["by_backend"]["host-1"].get<int>(), backends["host-1"]);
+  EXPECT_EQ(summary["by_backend"], json(backends));
   EXPECT_GT(summary.value("elapsed_s", 0.0), 0);
   EXPECT_GT(summary.value("calls_per_s", 0.0), 0);
   const json& latency = summary["latency_us"];
@@ -147,7 +163,7 @@ TEST_F(CallToolTest, PrintsOneLinePerCallAndASummary) {
 
 // --loops 3: the calls run on the channel's loop and two more (each with
 // its own LoopChannel and connections); every call is counted once, every
-// line is whole, and round robin still reaches both backends.
+// line is whole, and every call is answered by one of the backends.
 TEST_F(CallToolTest, CallsFromSeveralLoopsAreEachCountedOnce) {
   ServeRoutes();
   ToolRun run =
@@ -166,8 +182,7 @@ TEST_F(CallToolTest, CallsFromSeveralLoopsAreEachCountedOnce) {
   const json& summary = lines[300]["summary"];
   EXPECT_EQ(summary["calls"], 300);
   EXPECT_EQ(summary["by_status"], json({{"OK", 300}}));
-  EXPECT_GT(summary["by_backend"]["host-0"].get<int>(), 0);
-  EXPECT_GT(summary["by_backend"]["host-1"].get<int>(), 0);
+  ExpectOnlyTheTestBackends(summary["by_backend"].get<std::map<std::string, int>>(), 300);
 }
 
 // --summary-only (what benchmarks use for 10^5 calls): the summary line
@@ -182,8 +197,7 @@ TEST_F(CallToolTest, SummaryOnlyPrintsTheSummaryAlone) {
   const json& summary = lines[0]["summary"];
   EXPECT_EQ(summary["calls"], 30);
   EXPECT_EQ(summary["by_status"], json({{"OK", 30}}));
-  EXPECT_EQ(summary["by_backend"]["host-0"].get<int>() + summary["by_backend"]["host-1"].get<int>(),
-            30);
+  ExpectOnlyTheTestBackends(summary["by_backend"].get<std::map<std::string, int>>(), 30);
 }
 
 // --method routes like an application's call; without a hostname in the
