@@ -285,7 +285,8 @@ Status Bootstrap::Validate() const {
     auto field = errors.Scope(".certificate_providers");
     for (const auto& [name, provider] : certificate_providers) {
       auto provider_field = errors.Scope("[\"" + name + "\"]");
-      CheckCertificateProvider(provider, errors);
+      // Logged when the JSON was read; this runs for each XdsClient.
+      CheckCertificateProvider(provider, errors, RefreshClampLog::kQuiet);
     }
   }
   auto field = errors.Scope(".authorities");

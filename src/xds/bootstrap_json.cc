@@ -91,7 +91,8 @@ XdsChannelCredentials ParseCredentialsConfig(std::string_view type, const Json* 
     // A65: "If unset, defaults to "600s"".
     auto interval_field = errors.Scope(".refresh_interval");
     const std::string text = interval->is_string() ? interval->get<std::string>() : std::string();
-    if (auto parsed = ParseRefreshInterval(interval->is_string() ? &text : nullptr, errors)) {
+    if (auto parsed = ParseRefreshInterval(interval->is_string() ? &text : nullptr, errors,
+                                           RefreshClampLog::kLog)) {
       credentials.refresh_interval = *parsed;
     }
   }
@@ -272,7 +273,8 @@ std::map<std::string, CertificateProviderConfig, std::less<>> ParseCertificatePr
     }
     // A29: the plugin and its config are checked now, as gRPC does: a
     // provider that cannot work fails the bootstrap, not a later handshake.
-    if (!errors.FieldOrSubfieldsHaveErrors()) CheckCertificateProvider(provider, errors);
+    if (!errors.FieldOrSubfieldsHaveErrors())
+      CheckCertificateProvider(provider, errors, RefreshClampLog::kLog);
     providers.emplace(name, std::move(provider));
   }
   return providers;

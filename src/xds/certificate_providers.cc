@@ -68,18 +68,24 @@ void ReadFileField(const Json& config, const char* name, std::string& out,
 }  // namespace
 
 std::optional<std::chrono::milliseconds> ParseRefreshInterval(const std::string* text,
-                                                              ValidationErrors& errors) {
+                                                              ValidationErrors& errors,
+                                                              RefreshClampLog log) {
   std::optional<std::chrono::nanoseconds> interval;
   if (text != nullptr) interval = ParseJsonDuration(*text);
   if (!interval.has_value()) {
     errors.Add("is not a google.protobuf.Duration (e.g. \"600s\")");
     return std::nullopt;
   }
-  if (*interval < std::chrono::milliseconds(1)) {
-    // The files are read on a timer of this period: zero or less would
-    // never let the reading thread rest.
-    errors.Add("must be at least 1ms");
-    return std::nullopt;
+  if (*interval < kMinRefreshInterval) {
+    // gRPC's file watcher reads at most once a second and says so, rather
+    // than refusing the config: a bootstrap gRPC takes, uxds takes.
+    if (log == RefreshClampLog::kLog) {
+      std::string_view field = errors.CurrentField();
+      if (!field.empty() && field.front() == '.') field.remove_prefix(1);
+      Log(LogSeverity::kInfo, std::string(field) + " \"" + *text +
+                                  "\" is below the minimum of 1s: the files are read every 1s");
+    }
+    return std::chrono::duration_cast<std::chrono::milliseconds>(kMinRefreshInterval);
   }
   if (*interval > FileWatcherConfig::kMaxRefreshInterval) {
     // Reading once a year is reading never in practice; the cap keeps the
@@ -90,7 +96,8 @@ std::optional<std::chrono::milliseconds> ParseRefreshInterval(const std::string*
   return std::chrono::ceil<std::chrono::milliseconds>(*interval);
 }
 
-FileWatcherConfig ParseFileWatcherConfig(std::string_view config_json, ValidationErrors& errors) {
+FileWatcherConfig ParseFileWatcherConfig(std::string_view config_json, ValidationErrors& errors,
+                                         RefreshClampLog log) {
   FileWatcherConfig config;
   Json json = Json::parse(config_json, nullptr, /*allow_exceptions=*/false);
   if (!json.is_object()) {
@@ -103,7 +110,7 @@ FileWatcherConfig ParseFileWatcherConfig(std::string_view config_json, Validatio
   if (auto it = json.find("refresh_interval"); it != json.end()) {
     auto field = errors.Scope(".refresh_interval");
     const std::string text = it->is_string() ? it->get<std::string>() : std::string();
-    if (auto interval = ParseRefreshInterval(it->is_string() ? &text : nullptr, errors)) {
+    if (auto interval = ParseRefreshInterval(it->is_string() ? &text : nullptr, errors, log)) {
       config.refresh_interval = *interval;
     }
   }
@@ -115,7 +122,8 @@ FileWatcherConfig ParseFileWatcherConfig(std::string_view config_json, Validatio
   return config;
 }
 
-void CheckCertificateProvider(const CertificateProviderConfig& provider, ValidationErrors& errors) {
+void CheckCertificateProvider(const CertificateProviderConfig& provider, ValidationErrors& errors,
+                              RefreshClampLog log) {
   if (provider.plugin_name != kFileWatcherPlugin) {
     auto field = errors.Scope(".plugin_name");
     errors.Add("unrecognized plugin name \"" + provider.plugin_name +
@@ -123,7 +131,7 @@ void CheckCertificateProvider(const CertificateProviderConfig& provider, Validat
     return;
   }
   auto field = errors.Scope(".config");
-  (void)ParseFileWatcherConfig(provider.config_json, errors);
+  (void)ParseFileWatcherConfig(provider.config_json, errors, log);
 }
 
 StatusOr<std::shared_ptr<FileWatcherCertificateProvider>> CertificateProviderFor(
@@ -139,10 +147,10 @@ StatusOr<std::shared_ptr<FileWatcherCertificateProvider>> CertificateProviderFor
   {
     auto providers = errors.Scope(".certificate_providers");
     auto instance = errors.Scope("[\"" + it->first + "\"]");
-    CheckCertificateProvider(it->second, errors);
+    CheckCertificateProvider(it->second, errors, RefreshClampLog::kQuiet);
     if (errors.ok()) {
       auto field = errors.Scope(".config");
-      config = ParseFileWatcherConfig(it->second.config_json, errors);
+      config = ParseFileWatcherConfig(it->second.config_json, errors, RefreshClampLog::kQuiet);
     }
   }
   if (!errors.ok()) return errors.ToStatus("errors validating bootstrap");

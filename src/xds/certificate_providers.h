@@ -10,6 +10,7 @@
 
 #include "tls/certificate_provider.h"
 #include "uxds/bootstrap.h"
+#include "uxds/log.h"
 #include "xds/validation_errors.h"
 
 namespace uxds {
@@ -17,21 +18,33 @@ namespace uxds {
 // The only plugin, as gRPC names it.
 inline constexpr std::string_view kFileWatcherPlugin = "file_watcher";
 
+// The shortest period files are read at, as gRPC's file watcher has it: a
+// shorter refresh_interval (zero or negative too) reads as this, with a log
+// line.
+inline constexpr std::chrono::seconds kMinRefreshInterval{1};
+
+// Whether a clamp of refresh_interval is logged: once per bootstrap, when it
+// is loaded, not again each time a provider is looked up.
+enum class RefreshClampLog { kLog, kQuiet };
+
 // A29/A65's "refresh_interval": a google.protobuf.Duration in its JSON form
-// ("600s"), at least 1ms. `text` is null for a value that is not a string.
-// Reports at the current field of `errors` (the caller's
-// ".refresh_interval").
+// ("600s"), read as at least kMinRefreshInterval and at most a year. `text`
+// is null for a value that is not a string. Reports at the current field of
+// `errors` (the caller's ".refresh_interval", also named in the log line).
 std::optional<std::chrono::milliseconds> ParseRefreshInterval(const std::string* text,
-                                                              ValidationErrors& errors);
+                                                              ValidationErrors& errors,
+                                                              RefreshClampLog log);
 
 // Parses a file_watcher "config" object (compact JSON text) and checks it
 // by gRPC's rules; reports at the current field of `errors`, which the
 // caller has scoped to the config.
-FileWatcherConfig ParseFileWatcherConfig(std::string_view config_json, ValidationErrors& errors);
+FileWatcherConfig ParseFileWatcherConfig(std::string_view config_json, ValidationErrors& errors,
+                                         RefreshClampLog log);
 
 // At certificate_providers["<name>"]: the plugin is one uxds has (gRPC
 // refuses a bootstrap naming another) and its config is valid.
-void CheckCertificateProvider(const CertificateProviderConfig& provider, ValidationErrors& errors);
+void CheckCertificateProvider(const CertificateProviderConfig& provider, ValidationErrors& errors,
+                              RefreshClampLog log);
 
 // The provider for an instance that xDS security config names (A29's
 // `instance_name`). Shared with every channel and server naming an instance

@@ -359,8 +359,6 @@ INSTANTIATE_TEST_SUITE_P(
             R"("nothing": {"plugin_name": "file_watcher", "config": {}}, )"
             R"("interval": {"plugin_name": "file_watcher", )"
             R"(  "config": {"ca_certificate_file": "/c", "refresh_interval": "10m"}}, )"
-            R"("zero": {"plugin_name": "file_watcher", )"
-            R"(  "config": {"ca_certificate_file": "/c", "refresh_interval": "0s"}}, )"
             R"("types": {"plugin_name": "file_watcher", "config": {"certificate_file": 1}}}})",
             "errors validating bootstrap: ["
             "field:certificate_providers[\"interval\"].config.refresh_interval "
@@ -372,9 +370,7 @@ INSTANTIATE_TEST_SUITE_P(
             "field:certificate_providers[\"types\"].config.certificate_file "
             "error:is not a string; "
             "field:certificate_providers[\"unknown\"].plugin_name error:unrecognized "
-            "plugin name \"vault\" (supported: file_watcher); "
-            "field:certificate_providers[\"zero\"].config.refresh_interval "
-            "error:must be at least 1ms]"},
+            "plugin name \"vault\" (supported: file_watcher)]"},
         // The issue's example: problems in different places, one status.
         InvalidCase{"SeveralProblemsAtOnce",
                     R"({"xds_servers": [{"channel_creds": [{"type": "insecure"}]}], )"
@@ -593,6 +589,35 @@ TEST(CertificateProviderForTest, TheLongestDurationsReadAsAYear) {
     ASSERT_TRUE(provider.ok()) << name << ": " << provider.status().ToString();
     EXPECT_EQ((*provider)->config().refresh_interval, std::chrono::hours(24 * 365)) << name;
   }
+}
+
+// As gRPC's file watcher: a refresh_interval under a second (zero and
+// negative too) reads as a second, said once when the bootstrap loads and
+// not again when a provider is looked up or an XdsClient checks it.
+TEST(CertificateProviderForTest, IntervalsUnderASecondReadAsASecond) {
+  testing::LogCapture logs;
+  auto bootstrap = Bootstrap::FromJson(
+      R"({"xds_servers": [{"server_uri": "s:1", "channel_creds": [{"type": "insecure"}]}], )"
+      R"("certificate_providers": {)"
+      R"("zero": {"plugin_name": "file_watcher", )"
+      R"(  "config": {"ca_certificate_file": "/no/zero.pem", "refresh_interval": "0s"}},)"
+      R"("half": {"plugin_name": "file_watcher", )"
+      R"(  "config": {"ca_certificate_file": "/no/half.pem", "refresh_interval": "0.5s"}},)"
+      R"("negative": {"plugin_name": "file_watcher", )"
+      R"(  "config": {"ca_certificate_file": "/no/neg.pem", "refresh_interval": "-3s"}},)"
+      R"("second": {"plugin_name": "file_watcher", )"
+      R"(  "config": {"ca_certificate_file": "/no/second.pem", "refresh_interval": "1s"}}}})");
+  ASSERT_TRUE(bootstrap.ok()) << bootstrap.status().ToString();
+  EXPECT_TRUE(bootstrap->Validate().ok());
+  for (const char* name : {"zero", "half", "negative", "second"}) {
+    auto provider = CertificateProviderFor(*bootstrap, name);
+    ASSERT_TRUE(provider.ok()) << name << ": " << provider.status().ToString();
+    EXPECT_EQ((*provider)->config().refresh_interval, std::chrono::seconds(1)) << name;
+  }
+  EXPECT_EQ(logs.Count("below the minimum of 1s"), 3);
+  EXPECT_EQ(logs.Count("certificate_providers[\"half\"].config.refresh_interval \"0.5s\" is "
+                       "below the minimum of 1s: the files are read every 1s"),
+            1);
 }
 
 TEST(CertificateProviderForTest, ABootstrapBuiltInCodeIsCheckedToo) {
