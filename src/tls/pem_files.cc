@@ -6,6 +6,7 @@
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -29,8 +30,21 @@ std::string TakeBoringSslReason() {
 
 StatusOr<std::string> ReadConfigFile(const ConfigFile& file) {
   if (file.path.empty()) return InvalidArgumentError(std::string(file.field) + ": required");
-  int fd = open(file.path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO with no writer would wait for one, and the
+  // thread that reads (a certificate provider's) is joined on a loop thread.
+  int fd = open(file.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return FileError(file, std::string("cannot read: ") + std::strerror(errno));
+  // Only a regular file ends: a FIFO, a socket or a device (/dev/zero, a
+  // tty) could block or never reach end of file.
+  struct stat info;
+  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    close(fd);
+    return FileError(file, "is not a regular file");
+  }
+  if (info.st_size > kMaxConfigFileBytes) {
+    close(fd);
+    return FileError(file, "is larger than " + std::to_string(kMaxConfigFileBytes >> 20) + " MiB");
+  }
   std::string contents;
   char buf[16384];
   while (true) {
@@ -43,6 +57,12 @@ StatusOr<std::string> ReadConfigFile(const ConfigFile& file) {
     }
     if (n == 0) break;
     contents.append(buf, static_cast<size_t>(n));
+    if (contents.size() > static_cast<size_t>(kMaxConfigFileBytes)) {
+      // Grown since fstat: a writer is still at it; the next read retries.
+      close(fd);
+      return FileError(file,
+                       "is larger than " + std::to_string(kMaxConfigFileBytes >> 20) + " MiB");
+    }
   }
   close(fd);
   return contents;

@@ -6,6 +6,7 @@
 
 #include <openssl/base.h>
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,7 +27,12 @@ Status FileError(const ConfigFile& file, std::string_view why);
 // then clears the queue.
 std::string TakeBoringSslReason();
 
-// Reads a whole (small) file. Blocking: not on a loop thread's path.
+// The largest PEM file read: far above any certificate chain or root
+// bundle (the system's roots are about 200 KiB).
+inline constexpr int64_t kMaxConfigFileBytes = int64_t{16} << 20;
+
+// Reads a whole (small) regular file; a FIFO, device or socket is refused,
+// never waited on. Blocking: not on a loop thread's path.
 StatusOr<std::string> ReadConfigFile(const ConfigFile& file);
 
 using X509List = std::vector<bssl::UniquePtr<X509>>;

@@ -7,6 +7,7 @@
 #include <openssl/x509.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <mutex>
@@ -107,6 +108,26 @@ TEST_F(CertificateProviderTest, RootsAloneAreEnough) {
   EXPECT_TRUE(material->identity_chain.empty());
   EXPECT_EQ(material->private_key, nullptr);
   EXPECT_EQ(material->roots.size(), 1u);
+}
+
+// A FIFO (or a device) where a PEM file should be is refused, never waited
+// on: opening a FIFO without a writer, or reading /dev/zero, would hold the
+// reading thread, and its join on a loop thread, forever.
+TEST_F(CertificateProviderTest, AFileThatIsNotRegularIsRefusedNotWaitedOn) {
+  ASSERT_EQ(unlink(config_.ca_certificate_file.c_str()), 0);
+  ASSERT_EQ(mkfifo(config_.ca_certificate_file.c_str(), 0600), 0);
+  {
+    auto provider = Start();
+    ASSERT_TRUE(provider->WaitForReads(1, 20s));
+    EXPECT_EQ(provider->Current(), nullptr);
+    EXPECT_EQ(provider->last_error().message(),
+              "ca_certificate_file " + config_.ca_certificate_file + ": is not a regular file");
+  }  // joins its thread
+  config_.ca_certificate_file = "/dev/zero";
+  auto provider = Start();
+  ASSERT_TRUE(provider->WaitForReads(1, 20s));
+  EXPECT_EQ(provider->last_error().message(),
+            "ca_certificate_file /dev/zero: is not a regular file");
 }
 
 TEST_F(CertificateProviderTest, AChangedFileIsReadWithoutWaitingForTheInterval) {
