@@ -254,6 +254,13 @@ void FileWatcherCertificateProvider::State::Run() {
                                          "; reading every refresh_interval only");
         }
       }
+    } else {
+      // Out of inotify instances (fs.inotify.max_user_instances) or fds:
+      // the interval alone re-reads, and an operator should know why a
+      // rotation takes that long.
+      Log(LogSeverity::kWarning, std::string("certificate provider file_watcher: inotify: ") +
+                                     std::strerror(errno) +
+                                     "; reading every refresh_interval only");
     }
   }
   Clock::time_point next_read = Clock::now();

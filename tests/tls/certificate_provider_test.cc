@@ -244,15 +244,18 @@ TEST_F(CertificateProviderTest, OneProviderPerConfig) {
   other.refresh_interval = 1s;
   auto different = FileWatcherCertificateProvider::Shared(other);
   EXPECT_NE(first, different);
-  FileWatcherCertificateProvider* const old = first.get();
+  std::weak_ptr<FileWatcherCertificateProvider> old = first;
   first.reset();
+  EXPECT_FALSE(old.expired());  // `same` still owns it
   same.reset();
-  // The last owner gone, the next caller gets a provider of its own (its
-  // thread reads the files again).
+  // The last owner gone, the provider is too (the registry holds no
+  // reference), and the next caller gets one of its own, whose thread
+  // reads the files again.
+  EXPECT_TRUE(old.expired());
   auto fresh = FileWatcherCertificateProvider::Shared(config_);
   ASSERT_TRUE(fresh->WaitForReads(1, 20s));
   EXPECT_NE(fresh->Current(), nullptr);
-  (void)old;
+  EXPECT_EQ(fresh->reads(), 1u);
 }
 
 TEST_F(CertificateProviderTest, SubscribersHearOfChangesOnTheirOwnLoop) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "runtime/socket_address.h"
+#include "uxds/log.h"
 
 namespace uxds::xds_internal {
 
@@ -86,18 +87,36 @@ Task<StatusOr<std::unique_ptr<http2::ClientConnection>>> ConnectToXdsServer(
     // A65: the files are read on the provider's thread, never on this loop.
     if (Status read = co_await tls.provider->WaitForFirstRead(loop); !read.ok()) co_return read;
     std::shared_ptr<const CertificateMaterial> material = tls.provider->Current();
-    if (material == nullptr) co_return tls.provider->last_error();
-    if (tls.context == nullptr || tls.context->material() != material.get()) {
+    if (material == nullptr) {
+      // No good read yet: the next attempt (after backoff) reads the files
+      // again rather than waiting for the interval, which may be long, or
+      // for inotify, which may not see the directory.
+      tls.provider->RefreshNow();
+      co_return tls.provider->last_error();
+    }
+    if ((tls.context == nullptr || tls.context->material() != material.get()) &&
+        material->version != tls.rejected_version) {
       // New material (or the first): later connections use it, the open
       // one keeps the session it has.
       TlsClientConfig config;
       config.ca_certificate_file = tls.provider->config().ca_certificate_file;
       config.certificate_file = credentials.certificate_file;
       config.private_key_file = credentials.private_key_file;
+      const uint64_t version = material->version;
       StatusOr<std::shared_ptr<TlsClientContext>> context =
           TlsClientContext::FromMaterial(std::move(material), config);
-      if (!context.ok()) co_return context.status();
-      tls.context = *std::move(context);
+      if (context.ok()) {
+        tls.context = *std::move(context);
+      } else if (tls.context == nullptr) {
+        co_return context.status();
+      } else {
+        // A65: a rotation that cannot be used keeps the previous
+        // certificates, as a bad file does.
+        tls.rejected_version = version;
+        Log(LogSeverity::kWarning,
+            "xDS server " + server.server_uri +
+                ": keeping the previous TLS credentials: " + context.status().ToString());
+      }
     }
     options.tls = tls.context;
     options.tls_server_name = target.host;

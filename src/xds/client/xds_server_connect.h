@@ -24,6 +24,9 @@ namespace uxds::xds_internal {
 struct XdsServerTls {
   std::shared_ptr<FileWatcherCertificateProvider> provider;
   std::shared_ptr<TlsClientContext> context;
+  // The version of material a context could not be made from: not tried
+  // (or logged) again; `context` stays the one made before it.
+  uint64_t rejected_version = 0;
 };
 
 // Resolves server_uri off the loop and connects to each address in the
