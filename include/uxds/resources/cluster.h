@@ -1,6 +1,6 @@
 // A Cluster resource (CDS) as gRPC understands it, parsed and validated once
 // on the control thread (A27, A37 aggregate and LOGICAL_DNS clusters, A42 ring
-// hash, A32 circuit breaking, A50 outlier detection). Plain values with deep
+// hash, A32 circuit breaking, A50 outlier detection, A29 TLS). Plain values with deep
 // equality: an update equal to the cached one notifies nobody.
 #pragma once
 
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "uxds/bootstrap.h"
+#include "uxds/resources/tls_context.h"
 
 namespace uxds {
 
@@ -94,6 +95,10 @@ struct ClusterResource {
   // aggregate cluster (A37).
   std::optional<XdsServerConfig> lrs_server;
   std::optional<OutlierDetection> outlier_detection;
+  // A29: the cluster's transport_socket held an UpstreamTlsContext: its
+  // connections are TLS, checked as it says, when the channel uses xDS
+  // credentials. Unset: plaintext (or the channel's fallback credentials).
+  std::optional<CommonTlsContext> upstream_tls_context;
 
   // One-line JSON for `uxds watch`, e.g.
   // {"type":"EDS","eds_service_name":"s","lb_policy":{"name":"ROUND_ROBIN"},...}

@@ -1,5 +1,5 @@
 // Cluster (CDS) decoding with gRPC's validation rules and error texts
-// (A27, A37, A42, A32, A50; gRPC C++ xds_cluster_parser.cc and
+// (A27, A37, A42, A32, A50, A29; gRPC C++ xds_cluster_parser.cc and
 // xds_lb_policy_registry.cc).
 #include <charconv>
 #include <cmath>
@@ -11,6 +11,7 @@
 #include "envoy/extensions/load_balancing_policies/wrr_locality/v3/wrr_locality.pb.h"
 #include "xds/resources/field_parsers.h"
 #include "xds/resources/resource_decoders.h"
+#include "xds/resources/tls_context_parser.h"
 #include "xds/resources/xds_extension.h"
 
 namespace uxds {
@@ -489,6 +490,11 @@ StatusOr<ClusterResource> ParseCluster(const XdsDecodeContext& context, const Cl
   if (cluster.has_outlier_detection()) {
     auto field = errors.Scope(".outlier_detection");
     resource.outlier_detection = ParseOutlierDetection(cluster.outlier_detection(), errors);
+  }
+  if (cluster.has_transport_socket()) {
+    auto field = errors.Scope(".transport_socket");
+    resource.upstream_tls_context =
+        ParseUpstreamTlsContext(context, cluster.transport_socket(), errors);
   }
   if (!errors.ok()) return errors.ToStatus("errors validating Cluster resource");
   return resource;

@@ -1,6 +1,7 @@
 // ClusterResource's JSON summary.
 #include "uxds/resources/cluster.h"
 #include "xds/resources/resource_json.h"
+#include "xds/resources/tls_context_parser.h"
 
 namespace uxds {
 namespace {
@@ -64,6 +65,9 @@ std::string ClusterResource::ToJson() const {
   if (lrs_server.has_value()) json["lrs_server"] = lrs_server->server_uri;
   if (outlier_detection.has_value()) {
     json["outlier_detection"] = OutlierDetectionJson(*outlier_detection);
+  }
+  if (upstream_tls_context.has_value()) {
+    json["upstream_tls_context"] = TlsContextJson(*upstream_tls_context);
   }
   return json.dump();
 }

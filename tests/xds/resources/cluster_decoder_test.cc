@@ -7,6 +7,7 @@
 #include "envoy/config/cluster/v3/cluster.pb.h"
 #include "envoy/extensions/load_balancing_policies/round_robin/v3/round_robin.pb.h"
 #include "envoy/extensions/load_balancing_policies/wrr_locality/v3/wrr_locality.pb.h"
+#include "envoy/extensions/transport_sockets/tls/v3/tls.pb.h"
 #include "resource_cases.h"
 #include "uxds/xds_resources.h"
 
@@ -82,6 +83,21 @@ TEST(ClusterDecoderTest, EveryFieldTakesPartInEquality) {
   Cluster outlier = EdsCluster("svc");
   outlier.mutable_outlier_detection();
   EXPECT_NE(base, MustDecode(outlier));
+  envoy::extensions::transport_sockets::tls::v3::UpstreamTlsContext tls;
+  tls.mutable_common_tls_context()
+      ->mutable_validation_context()
+      ->mutable_ca_certificate_provider_instance()
+      ->set_instance_name("ca");
+  Cluster secure = EdsCluster("svc");
+  secure.mutable_transport_socket()->mutable_typed_config()->PackFrom(tls);
+  EXPECT_NE(base, MustDecode(secure));
+  tls.mutable_common_tls_context()
+      ->mutable_validation_context()
+      ->add_match_subject_alt_names()
+      ->set_exact("a");
+  Cluster san = EdsCluster("svc");
+  san.mutable_transport_socket()->mutable_typed_config()->PackFrom(tls);
+  EXPECT_NE(MustDecode(secure), MustDecode(san));
 }
 
 TEST(ClusterDecoderTest, LrsServerIsTheServerTheClusterCameFrom) {

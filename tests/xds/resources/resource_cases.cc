@@ -60,6 +60,11 @@ const XdsDecodeContext& TestDecodeContext() {
     XdsServerConfig server;
     server.server_uri = "xds.test.example:443";
     b.xds_servers.push_back(server);
+    // A29: the instances security config may name (decoders check names
+    // only; nothing is read).
+    b.certificate_providers["ca"] = {"file_watcher", R"({"ca_certificate_file":"/ca.pem"})"};
+    b.certificate_providers["identity"] = {
+        "file_watcher", R"({"certificate_file":"/c.pem","private_key_file":"/k.pem"})"};
     return b;
   }();
   static const XdsDecodeContext context{bootstrap, bootstrap.xds_servers.front()};

@@ -35,7 +35,8 @@ std::vector<ResourceCase> LoadResourceCases(std::string_view pack);
 // gtest parameter names: the case names.
 std::string ResourceCaseName(const ::testing::TestParamInfo<ResourceCase>& info);
 
-// The context tests decode with: server "xds.test.example:443".
+// The context tests decode with: server "xds.test.example:443", certificate
+// provider instances "ca" and "identity".
 const XdsDecodeContext& TestDecodeContext();
 
 inline void PrintTo(const ResourceCase& c, std::ostream* os) { *os << c.name; }

@@ -1,0 +1,239 @@
+// A29's TLS contexts, with gRPC's field paths and error texts
+// (gRPC C++ xds_common_types.cc and xds_cluster.cc).
+#include "xds/resources/tls_context_parser.h"
+
+#include <string>
+
+#include "envoy/extensions/transport_sockets/tls/v3/common.pb.h"
+#include "xds/resources/field_parsers.h"
+#include "xds/resources/xds_extension.h"
+
+namespace uxds {
+namespace {
+
+namespace tls_v3 = envoy::extensions::transport_sockets::tls::v3;
+using ProviderInstance = CommonTlsContext::CertificateProviderPluginInstance;
+
+// A29: an instance the bootstrap does not define cannot give certificates.
+ProviderInstance ParseProviderInstance(const XdsDecodeContext& context,
+                                       const std::string& instance_name,
+                                       const std::string& certificate_name,
+                                       ValidationErrors& errors) {
+  ProviderInstance instance{instance_name, certificate_name};
+  if (!context.bootstrap.certificate_providers.contains(instance_name)) {
+    auto field = errors.Scope(".instance_name");
+    errors.Add("unrecognized certificate provider instance name: " + instance_name);
+  }
+  return instance;
+}
+
+// A29: a SAN matcher is an envoy StringMatcher.
+std::optional<StringMatcher> ParseSanMatcher(const envoy::type::matcher::v3::StringMatcher& proto,
+                                             ValidationErrors& errors) {
+  using Proto = envoy::type::matcher::v3::StringMatcher;
+  StringMatcher matcher;
+  matcher.ignore_case = proto.ignore_case();
+  switch (proto.match_pattern_case()) {
+    case Proto::kExact:
+      matcher.type = StringMatcher::Type::kExact;
+      matcher.value = proto.exact();
+      return matcher;
+    case Proto::kPrefix:
+      matcher.type = StringMatcher::Type::kPrefix;
+      matcher.value = proto.prefix();
+      return matcher;
+    case Proto::kSuffix:
+      matcher.type = StringMatcher::Type::kSuffix;
+      matcher.value = proto.suffix();
+      return matcher;
+    case Proto::kContains:
+      matcher.type = StringMatcher::Type::kContains;
+      matcher.value = proto.contains();
+      return matcher;
+    case Proto::kSafeRegex: {
+      StatusOr<Regex> regex = Regex::Create(proto.safe_regex().regex());
+      if (!regex.ok()) {
+        errors.Add("Invalid regex string specified in matcher: " + regex.status().message());
+        return std::nullopt;
+      }
+      matcher.type = StringMatcher::Type::kSafeRegex;
+      matcher.regex = *std::move(regex);
+      // Case folding is not a regex option (gRPC ignores it here too).
+      matcher.ignore_case = false;
+      return matcher;
+    }
+    default:
+      errors.Add("invalid StringMatcher specified");
+      return std::nullopt;
+  }
+}
+
+void Unsupported(std::string_view field_name, ValidationErrors& errors) {
+  auto field = errors.Scope(field_name);
+  errors.Add("feature unsupported");
+}
+
+CommonTlsContext::CertificateValidationContext ParseValidationContext(
+    const XdsDecodeContext& context, const tls_v3::CertificateValidationContext& proto,
+    ValidationErrors& errors) {
+  CommonTlsContext::CertificateValidationContext validation;
+  if (proto.has_ca_certificate_provider_instance()) {
+    auto field = errors.Scope(".ca_certificate_provider_instance");
+    const auto& instance = proto.ca_certificate_provider_instance();
+    validation.ca_certificate_provider_instance = ParseProviderInstance(
+        context, instance.instance_name(), instance.certificate_name(), errors);
+  }
+  for (int i = 0; i < proto.match_subject_alt_names_size(); ++i) {
+    auto field = errors.Scope(".match_subject_alt_names[" + std::to_string(i) + "]");
+    if (auto matcher = ParseSanMatcher(proto.match_subject_alt_names(i), errors)) {
+      validation.match_subject_alt_names.push_back(*std::move(matcher));
+    }
+  }
+  // A29: ignoring any of these would accept peers the control plane meant
+  // to refuse. (match_typed_subject_alt_names, newer than A29, is the same
+  // kind of check.)
+  if (proto.verify_certificate_spki_size() > 0) Unsupported(".verify_certificate_spki", errors);
+  if (proto.verify_certificate_hash_size() > 0) Unsupported(".verify_certificate_hash", errors);
+  if (proto.has_require_signed_certificate_timestamp() &&
+      proto.require_signed_certificate_timestamp().value()) {
+    Unsupported(".require_signed_certificate_timestamp", errors);
+  }
+  if (proto.has_crl()) Unsupported(".crl", errors);
+  if (proto.has_custom_validator_config()) Unsupported(".custom_validator_config", errors);
+  if (proto.match_typed_subject_alt_names_size() > 0) {
+    Unsupported(".match_typed_subject_alt_names", errors);
+  }
+  // Ignored, as A29 says: trusted_ca, watched_directory,
+  // allow_expired_certificate, trust_chain_verification.
+  return validation;
+}
+
+}  // namespace
+
+CommonTlsContext ParseCommonTlsContext(const XdsDecodeContext& context,
+                                       const tls_v3::CommonTlsContext& proto,
+                                       ValidationErrors& errors) {
+  CommonTlsContext tls;
+  // The identity: tls_certificate_provider_instance, else the deprecated
+  // tls_certificate_certificate_provider_instance; inline or SDS
+  // certificates are not a source gRPC has.
+  if (proto.has_tls_certificate_provider_instance()) {
+    auto field = errors.Scope(".tls_certificate_provider_instance");
+    const auto& instance = proto.tls_certificate_provider_instance();
+    tls.tls_certificate_provider_instance = ParseProviderInstance(
+        context, instance.instance_name(), instance.certificate_name(), errors);
+  } else if (proto.has_tls_certificate_certificate_provider_instance()) {
+    auto field = errors.Scope(".tls_certificate_certificate_provider_instance");
+    const auto& instance = proto.tls_certificate_certificate_provider_instance();
+    tls.tls_certificate_provider_instance = ParseProviderInstance(
+        context, instance.instance_name(), instance.certificate_name(), errors);
+  } else {
+    if (proto.tls_certificates_size() > 0) Unsupported(".tls_certificates", errors);
+    if (proto.tls_certificate_sds_secret_configs_size() > 0) {
+      Unsupported(".tls_certificate_sds_secret_configs", errors);
+    }
+  }
+  if (proto.has_tls_params()) Unsupported(".tls_params", errors);
+  if (proto.has_custom_handshaker()) Unsupported(".custom_handshaker", errors);
+  // The validation context: validation_context, or
+  // combined_validation_context's default one (whose deprecated
+  // validation_context_certificate_provider_instance, when set, names the
+  // CA instead).
+  switch (proto.validation_context_type_case()) {
+    case tls_v3::CommonTlsContext::kValidationContext: {
+      auto field = errors.Scope(".validation_context");
+      tls.certificate_validation_context =
+          ParseValidationContext(context, proto.validation_context(), errors);
+      break;
+    }
+    case tls_v3::CommonTlsContext::kCombinedValidationContext: {
+      auto field = errors.Scope(".combined_validation_context");
+      const auto& combined = proto.combined_validation_context();
+      if (combined.has_default_validation_context()) {
+        auto default_field = errors.Scope(".default_validation_context");
+        tls.certificate_validation_context =
+            ParseValidationContext(context, combined.default_validation_context(), errors);
+      }
+      if (combined.has_validation_context_certificate_provider_instance()) {
+        auto instance_field = errors.Scope(".validation_context_certificate_provider_instance");
+        const auto& instance = combined.validation_context_certificate_provider_instance();
+        tls.certificate_validation_context.ca_certificate_provider_instance = ParseProviderInstance(
+            context, instance.instance_name(), instance.certificate_name(), errors);
+      }
+      if (combined.has_validation_context_sds_secret_config()) {
+        Unsupported(".validation_context_sds_secret_config", errors);
+      }
+      break;
+    }
+    case tls_v3::CommonTlsContext::kValidationContextSdsSecretConfig:
+      Unsupported(".validation_context_sds_secret_config", errors);
+      break;
+    case tls_v3::CommonTlsContext::kValidationContextCertificateProviderInstance: {
+      auto field = errors.Scope(".validation_context_certificate_provider_instance");
+      const auto& instance = proto.validation_context_certificate_provider_instance();
+      tls.certificate_validation_context.ca_certificate_provider_instance = ParseProviderInstance(
+          context, instance.instance_name(), instance.certificate_name(), errors);
+      break;
+    }
+    case tls_v3::CommonTlsContext::kValidationContextCertificateProvider:
+      Unsupported(".validation_context_certificate_provider", errors);
+      break;
+    default:
+      break;
+  }
+  // Ignored, as A29 says: alpn_protocols.
+  return tls;
+}
+
+std::optional<CommonTlsContext> ParseUpstreamTlsContext(
+    const XdsDecodeContext& context, const envoy::config::core::v3::TransportSocket& socket,
+    ValidationErrors& errors) {
+  if (!socket.has_typed_config()) return std::nullopt;
+  auto field = errors.Scope(".typed_config");
+  const size_t errors_before = errors.size();
+  XdsExtension extension;
+  if (!ExtractXdsExtension(&socket.typed_config(), errors, extension)) return std::nullopt;
+  if (extension.type != kUpstreamTlsContextType) {
+    auto type_field = errors.Scope(".type_url");
+    errors.Add("unsupported transport socket type");
+    return std::nullopt;
+  }
+  tls_v3::UpstreamTlsContext proto;
+  if (extension.typed_struct.has_value() || !ParseProto(extension.serialized_value, proto)) {
+    errors.Add("can't decode UpstreamTlsContext");
+    return std::nullopt;
+  }
+  auto common_field = errors.Scope(".common_tls_context");
+  CommonTlsContext tls = ParseCommonTlsContext(context, proto.common_tls_context(), errors);
+  // A29: a client must be able to verify the server.
+  if (tls.certificate_validation_context.ca_certificate_provider_instance.empty()) {
+    errors.Add("no CA certificate provider instance configured");
+  }
+  // Ignored, as A29 says: sni, allow_renegotiation, max_session_keys.
+  if (errors.size() != errors_before) return std::nullopt;
+  return tls;
+}
+
+ResourceJson TlsContextJson(const CommonTlsContext& tls) {
+  ResourceJson json = ResourceJson::object();
+  if (!tls.tls_certificate_provider_instance.empty()) {
+    json["tls_certificate_provider_instance"] = tls.tls_certificate_provider_instance.instance_name;
+  }
+  const auto& validation = tls.certificate_validation_context;
+  if (!validation.ca_certificate_provider_instance.empty()) {
+    json["ca_certificate_provider_instance"] =
+        validation.ca_certificate_provider_instance.instance_name;
+  }
+  if (!validation.match_subject_alt_names.empty()) {
+    ResourceJson matchers = ResourceJson::array();
+    for (const StringMatcher& matcher : validation.match_subject_alt_names) {
+      matchers.push_back(matcher.ToString());
+    }
+    json["match_subject_alt_names"] = std::move(matchers);
+  }
+  return json;
+}
+
+std::string CommonTlsContext::ToJson() const { return TlsContextJson(*this).dump(); }
+
+}  // namespace uxds
