@@ -1,5 +1,6 @@
 #include "tls/tls_context.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/bio.h>
@@ -7,6 +8,7 @@
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -136,10 +138,31 @@ ssl_select_cert_result_t RequireAlpnExtension(const SSL_CLIENT_HELLO* hello) {
 
 namespace {
 
+// A29: the chain as usual, then the SANs by the context's
+// server_authorization (the context is the callback's argument and
+// outlives every connection made with it).
+int VerifyChainThenAuthorize(X509_STORE_CTX* store, void* arg) {
+  if (X509_verify_cert(store) != 1) return 0;
+  const auto* context = static_cast<const TlsClientContext*>(arg);
+  X509* leaf = X509_STORE_CTX_get0_cert(store);
+  if (leaf == nullptr || !context->config().server_authorization(SubjectAltNamesOf(leaf))) {
+    X509_STORE_CTX_set_error(store, X509_V_ERR_APPLICATION_VERIFICATION);
+    return 0;
+  }
+  return 1;
+}
+
+// Installed once the context object exists (the callback needs it).
+void InstallServerAuthorization(TlsClientContext& context) {
+  if (!context.config().server_authorization) return;
+  SSL_CTX_set_cert_verify_callback(context.native_handle(), VerifyChainThenAuthorize, &context);
+}
+
 // A client context's verification and ALPN, once its roots are in.
 Status FinishClientContext(SSL_CTX* ctx, const TlsClientConfig& config) {
-  // The host name is set per connection (TlsEngine); the chain is verified
-  // during the handshake and a failure aborts it.
+  // The host name (or, with server_authorization, nothing) is set per
+  // connection (TlsEngine); the chain is verified during the handshake and
+  // a failure aborts it.
   SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
   if (!config.alpn.empty()) {
     std::vector<uint8_t> wire = EncodeAlpnProtocols(config.alpn);
@@ -173,7 +196,9 @@ StatusOr<std::shared_ptr<TlsClientContext>> TlsClientContext::Create(
                              ConfigFile{"private_key_file", config.private_key_file}));
   }
   UXDS_RETURN_IF_ERROR(FinishClientContext(ctx.get(), config));
-  return std::shared_ptr<TlsClientContext>(new TlsClientContext(config, ctx.release()));
+  auto context = std::shared_ptr<TlsClientContext>(new TlsClientContext(config, ctx.release()));
+  InstallServerAuthorization(*context);
+  return context;
 }
 
 StatusOr<std::shared_ptr<TlsClientContext>> TlsClientContext::FromMaterial(
@@ -193,8 +218,50 @@ StatusOr<std::shared_ptr<TlsClientContext>> TlsClientContext::FromMaterial(
   }
   UXDS_RETURN_IF_ERROR(FinishClientContext(ctx.get(), config));
   auto context = std::shared_ptr<TlsClientContext>(new TlsClientContext(config, ctx.release()));
+  InstallServerAuthorization(*context);
   context->material_ = std::move(material);
   return context;
+}
+
+std::vector<SubjectAltName> SubjectAltNamesOf(X509* certificate) {
+  std::vector<SubjectAltName> sans;
+  bssl::UniquePtr<GENERAL_NAMES> names(static_cast<GENERAL_NAMES*>(
+      X509_get_ext_d2i(certificate, NID_subject_alt_name, nullptr, nullptr)));
+  if (names == nullptr) return sans;
+  for (size_t i = 0; i < sk_GENERAL_NAME_num(names.get()); ++i) {
+    const GENERAL_NAME* name = sk_GENERAL_NAME_value(names.get(), i);
+    auto text = [](const ASN1_STRING* s) {
+      return std::string(reinterpret_cast<const char*>(ASN1_STRING_get0_data(s)),
+                         static_cast<size_t>(ASN1_STRING_length(s)));
+    };
+    switch (name->type) {
+      case GEN_DNS:
+        sans.push_back({SubjectAltName::Type::kDns, text(name->d.dNSName)});
+        break;
+      case GEN_URI:
+        sans.push_back({SubjectAltName::Type::kUri, text(name->d.uniformResourceIdentifier)});
+        break;
+      case GEN_EMAIL:
+        sans.push_back({SubjectAltName::Type::kEmail, text(name->d.rfc822Name)});
+        break;
+      case GEN_IPADD: {
+        // A29: the canonical text form; inet_ntop writes RFC 5952's (the
+        // longest zero run compressed, no leading zeros, lower case).
+        const ASN1_OCTET_STRING* ip = name->d.iPAddress;
+        const int length = ASN1_STRING_length(ip);
+        char buffer[INET6_ADDRSTRLEN] = {};
+        const int family = length == 4 ? AF_INET : length == 16 ? AF_INET6 : 0;
+        if (family != 0 &&
+            inet_ntop(family, ASN1_STRING_get0_data(ip), buffer, sizeof buffer) != nullptr) {
+          sans.push_back({SubjectAltName::Type::kIpAddress, buffer});
+        }
+        break;
+      }
+      default:
+        break;  // other name forms take no part (A29)
+    }
+  }
+  return sans;
 }
 
 TlsClientContext::TlsClientContext(TlsClientConfig config, ssl_ctx_st* ctx)

@@ -5,6 +5,7 @@
 // may be shared across loop threads.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,10 +13,25 @@
 #include "uxds/status.h"
 
 struct ssl_ctx_st;
+struct x509_st;
 
 namespace uxds {
 
 struct CertificateMaterial;
+
+// A subject alternative name of a peer certificate, as A29's server
+// authorization sees it. IP addresses are in canonical text (RFC 5952 for
+// IPv6: "2001:db8::1").
+struct SubjectAltName {
+  enum class Type { kDns, kUri, kEmail, kIpAddress };
+  Type type = Type::kDns;
+  std::string value;
+  friend bool operator==(const SubjectAltName&, const SubjectAltName&) = default;
+};
+
+// Answers whether a server whose leaf certificate carries these SANs (in
+// certificate order) may be talked to.
+using ServerAuthorization = std::function<bool(const std::vector<SubjectAltName>& sans)>;
 
 struct TlsClientConfig {
   // Required: PEM roots the server's certificate chain must verify against.
@@ -26,6 +42,12 @@ struct TlsClientConfig {
   std::string private_key_file;
   // Offered in order. gRPC requires "h2" to be negotiated (see TlsStream).
   std::vector<std::string> alpn = {"h2"};
+  // A29 "server authorization": when set, it decides on the server
+  // certificate's SANs in lieu of the check against the server name (the
+  // chain is verified against the roots all the same, and the name is still
+  // sent as SNI). A refusal fails the handshake with "certificate check
+  // failure". Called on the connection's thread during the handshake.
+  ServerAuthorization server_authorization;
 };
 
 struct TlsServerConfig {
@@ -69,6 +91,9 @@ class TlsClientContext {
   ssl_ctx_st* ctx_;  // owned
   std::shared_ptr<const CertificateMaterial> material_;
 };
+
+// The DNS, URI, email and IP address SANs of `certificate`, in its order.
+std::vector<SubjectAltName> SubjectAltNamesOf(x509_st* certificate);
 
 class TlsServerContext {
  public:

@@ -55,7 +55,14 @@ StatusOr<std::unique_ptr<TlsEngine>> TlsEngine::CreateClient(
   bssl::UniquePtr<SSL> ssl(SSL_new(context->native_handle()));
   if (ssl == nullptr) return InternalError("SSL_new failed");
   X509_VERIFY_PARAM* param = SSL_get0_param(ssl.get());
-  if (IsIpLiteral(host)) {
+  if (context->config().server_authorization) {
+    // A29: the context's SAN check stands in for the name check; a DNS
+    // name still goes out as SNI.
+    if (!IsIpLiteral(host) && SSL_set_tlsext_host_name(ssl.get(), host.c_str()) != 1) {
+      ERR_clear_error();
+      return InvalidArgumentError("server_name " + host + ": not a usable host name");
+    }
+  } else if (IsIpLiteral(host)) {
     // RFC 6066 §3: SNI carries host names only, never IP literals; the
     // certificate must then hold the address as an iPAddress SAN.
     if (X509_VERIFY_PARAM_set1_ip_asc(param, host.c_str()) != 1) {
@@ -282,8 +289,14 @@ Status TlsEngine::ErrorFor(int ret) const {
     long verify = SSL_get_verify_result(ssl_);
     if (ERR_GET_LIB(packed) == ERR_LIB_SSL &&
         ERR_GET_REASON(packed) == SSL_R_CERTIFICATE_VERIFY_FAILED && verify != X509_V_OK) {
-      reason += std::string(" (certificate verify failed: ") +
-                X509_verify_cert_error_string(verify) + ")";
+      // X509_V_ERR_APPLICATION_VERIFICATION is only set by the A29 SAN
+      // check (VerifyChainThenAuthorize); A29 names the failure so.
+      reason += verify == X509_V_ERR_APPLICATION_VERIFICATION
+                    ? std::string(
+                          " (certificate check failure: no subject alternative name "
+                          "of the server's certificate is authorized)")
+                    : std::string(" (certificate verify failed: ") +
+                          X509_verify_cert_error_string(verify) + ")";
     }
   } else if (error == SSL_ERROR_SYSCALL || error == SSL_ERROR_ZERO_RETURN) {
     reason = end_of_input_ ? "connection closed by peer" : "unexpected transport error";

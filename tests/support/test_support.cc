@@ -68,9 +68,13 @@ void WriteFile(const std::string& path, const std::string& contents) {
 }
 
 TestCertificates MakeTestCertificates(const std::string& dir) {
-  TestCertificates c{dir + "/ca.pem",     dir + "/server.pem", dir + "/server.key",
-                     dir + "/client.pem", dir + "/client.key", dir + "/other_ca.pem"};
-  if (std::filesystem::exists(c.other_ca_cert)) return c;
+  TestCertificates c{dir + "/ca.pem",          dir + "/server.pem",     dir + "/server.key",
+                     dir + "/client.pem",      dir + "/client.key",     dir + "/other_ca.pem",
+                     dir + "/mesh_server.pem", dir + "/mesh_server.key"};
+  // The last file made: its presence means all are there.
+  if (std::filesystem::exists(c.mesh_server_key) && std::filesystem::exists(c.mesh_server_cert)) {
+    return c;
+  }
   auto make_ca = [&](const std::string& name, const std::string& cert) {
     RunOrThrow({"openssl",
                 "req",
@@ -111,6 +115,10 @@ TestCertificates MakeTestCertificates(const std::string& dir) {
   make_leaf("client", c.client_cert, c.client_key,
             "subjectAltName=DNS:client.test.example.com\nextendedKeyUsage=clientAuth\n");
   make_ca("uxds-other-ca", c.other_ca_cert);
+  make_leaf("mesh_server", c.mesh_server_cert, c.mesh_server_key,
+            "subjectAltName=URI:spiffe://td.example/ns/default/sa/backend,email:ops@example.com,"
+            "DNS:*.svc.example.com,IP:2001:db8:0:0:0:0:0:1\n"
+            "extendedKeyUsage=serverAuth\n");
   return c;
 }
 

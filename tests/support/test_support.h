@@ -45,6 +45,11 @@ struct TestCertificates {
   std::string client_cert;  // for mutual TLS
   std::string client_key;
   std::string other_ca_cert;  // an unrelated CA: verification against it must fail
+  // A mesh workload's server certificate (A29 SAN checks), signed by ca_cert.
+  // SAN: URI:spiffe://td.example/ns/default/sa/backend, email:ops@example.com,
+  // DNS:*.svc.example.com, IP:2001:db8::1
+  std::string mesh_server_cert;
+  std::string mesh_server_key;
 };
 // Writes the files into `dir` (once per dir; later calls reuse them).
 TestCertificates MakeTestCertificates(const std::string& dir);

@@ -22,6 +22,9 @@ struct Options {
   std::vector<std::string> server_alpn = {"h2"};
   bool server_verifies_clients = false;
   bool server_requires_client_certificate = false;
+  std::string server_cert;  // default: the suite's server certificate
+  std::string server_key;
+  ServerAuthorization server_authorization;
 };
 
 // Moves every queued byte of ciphertext from `from` to `to`.
@@ -48,8 +51,10 @@ Pair MakePair(const Options& o = {}) {
     client_config.private_key_file = Certs().client_key;
   }
   TlsServerConfig server_config;
-  server_config.certificate_chain_file = Certs().server_cert;
-  server_config.private_key_file = Certs().server_key;
+  client_config.server_authorization = o.server_authorization;
+  server_config.certificate_chain_file =
+      o.server_cert.empty() ? Certs().server_cert : o.server_cert;
+  server_config.private_key_file = o.server_key.empty() ? Certs().server_key : o.server_key;
   server_config.alpn = o.server_alpn;
   if (o.server_verifies_clients) server_config.ca_certificate_file = Certs().ca_cert;
   server_config.require_client_certificate = o.server_requires_client_certificate;
@@ -216,6 +221,73 @@ TEST(TlsEngineTest, IpLiteralsMatchIpAddressSans) {
   ASSERT_FALSE(p.client_result.ok());
   EXPECT_EQ(p.client_result.message(),
             "CERTIFICATE_VERIFY_FAILED (certificate verify failed: IP address mismatch)");
+}
+
+// A29: a server_authorization sees the leaf's DNS, URI, email and IP SANs
+// in certificate order, IPv6 in canonical form.
+TEST(TlsEngineTest, ServerAuthorizationSeesTheLeafsSans) {
+  std::vector<SubjectAltName> seen;
+  Pair p = MakePairWith([&](Options& o) {
+    o.server_cert = Certs().mesh_server_cert;
+    o.server_key = Certs().mesh_server_key;
+    o.server_name = "backend.svc.example.com";
+    o.server_authorization = [&](const std::vector<SubjectAltName>& sans) {
+      seen = sans;
+      return true;
+    };
+  });
+  Handshake(p);
+  EXPECT_TRUE(p.client_result.ok()) << p.client_result.ToString();
+  EXPECT_TRUE(p.server_result.ok()) << p.server_result.ToString();
+  using Type = SubjectAltName::Type;
+  const std::vector<SubjectAltName> expected = {
+      {Type::kUri, "spiffe://td.example/ns/default/sa/backend"},
+      {Type::kEmail, "ops@example.com"},
+      {Type::kDns, "*.svc.example.com"},
+      {Type::kIpAddress, "2001:db8::1"}};
+  EXPECT_EQ(seen, expected);
+}
+
+// A29: the SAN check stands in for the server name check: a name the
+// certificate does not hold passes when the check says yes, and a "no"
+// fails the handshake whatever the name.
+TEST(TlsEngineTest, ServerAuthorizationStandsInForTheNameCheck) {
+  Pair allowed = MakePairWith([&](Options& o) {
+    o.server_name = "wrong.example.org";
+    o.server_authorization = [](const std::vector<SubjectAltName>&) { return true; };
+  });
+  Handshake(allowed);
+  EXPECT_TRUE(allowed.client_result.ok()) << allowed.client_result.ToString();
+
+  Pair refused = MakePairWith([&](Options& o) {
+    o.server_name = "localhost";
+    o.server_authorization = [](const std::vector<SubjectAltName>&) { return false; };
+  });
+  Handshake(refused);
+  ASSERT_FALSE(refused.client_result.ok());
+  EXPECT_EQ(refused.client_result.message(),
+            "CERTIFICATE_VERIFY_FAILED (certificate check failure: no subject alternative name "
+            "of the server's certificate is authorized)");
+  EXPECT_FALSE(refused.server_result.ok());
+}
+
+// The chain is verified before the SANs are looked at: a server the roots
+// do not vouch for fails even if its SANs would pass.
+TEST(TlsEngineTest, ServerAuthorizationNeverSeesAnUnverifiedChain) {
+  int calls = 0;
+  Pair p = MakePairWith([&](Options& o) {
+    o.client_ca = Certs().other_ca_cert;
+    o.server_authorization = [&](const std::vector<SubjectAltName>&) {
+      ++calls;
+      return true;
+    };
+  });
+  Handshake(p);
+  ASSERT_FALSE(p.client_result.ok());
+  EXPECT_EQ(p.client_result.message(),
+            "CERTIFICATE_VERIFY_FAILED (certificate verify failed: unable to get local issuer "
+            "certificate)");
+  EXPECT_EQ(calls, 0);
 }
 
 TEST(TlsEngineTest, EmptyServerNameIsRejected) {
