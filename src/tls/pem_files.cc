@@ -37,7 +37,12 @@ StatusOr<std::string> ReadConfigFile(const ConfigFile& file) {
   // Only a regular file ends: a FIFO, a socket or a device (/dev/zero, a
   // tty) could block or never reach end of file.
   struct stat info;
-  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+  if (fstat(fd, &info) != 0) {
+    const int err = errno;
+    close(fd);
+    return FileError(file, std::string("cannot read: ") + std::strerror(err));
+  }
+  if (!S_ISREG(info.st_mode)) {
     close(fd);
     return FileError(file, "is not a regular file");
   }

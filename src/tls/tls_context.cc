@@ -145,7 +145,15 @@ int VerifyChainThenAuthorize(X509_STORE_CTX* store, void* arg) {
   if (X509_verify_cert(store) != 1) return 0;
   const auto* context = static_cast<const TlsClientContext*>(arg);
   X509* leaf = X509_STORE_CTX_get0_cert(store);
-  if (leaf == nullptr || !context->config().server_authorization(SubjectAltNamesOf(leaf))) {
+  bool authorized = false;
+  try {
+    authorized = leaf != nullptr && context->config().server_authorization(SubjectAltNamesOf(leaf));
+  } catch (...) {
+    // Nothing may unwind through BoringSSL's C frames: a check that throws
+    // refuses.
+    authorized = false;
+  }
+  if (!authorized) {
     X509_STORE_CTX_set_error(store, X509_V_ERR_APPLICATION_VERIFICATION);
     return 0;
   }

@@ -120,9 +120,11 @@ void CheckXdsServer(const XdsServerConfig& server, ValidationErrors& errors) {
     CheckReadableFile("ca_certificate_file", credentials.ca_certificate_file, errors);
     CheckReadableFile("certificate_file", credentials.certificate_file, errors);
     CheckReadableFile("private_key_file", credentials.private_key_file, errors);
-    if (credentials.refresh_interval < std::chrono::milliseconds(1)) {
+    if (credentials.refresh_interval < kMinRefreshInterval) {
+      // The JSON form reads a shorter period as a second; one built in code
+      // is told, rather than have its files read every millisecond.
       auto interval_field = errors.Scope(".refresh_interval");
-      errors.Add("must be at least 1ms");
+      errors.Add("must be at least 1s");
     } else if (credentials.refresh_interval > FileWatcherConfig::kMaxRefreshInterval) {
       // The JSON form is capped when parsed; a bootstrap built in code is
       // held to the same bound (the reading thread's deadline arithmetic).

@@ -82,7 +82,7 @@ std::optional<std::chrono::milliseconds> ParseRefreshInterval(const std::string*
     if (log == RefreshClampLog::kLog) {
       std::string_view field = errors.CurrentField();
       if (!field.empty() && field.front() == '.') field.remove_prefix(1);
-      Log(LogSeverity::kInfo, std::string(field) + " \"" + *text +
+      Log(LogSeverity::kWarning, std::string(field) + " \"" + *text +
                                   "\" is below the minimum of 1s: the files are read every 1s");
     }
     return std::chrono::duration_cast<std::chrono::milliseconds>(kMinRefreshInterval);

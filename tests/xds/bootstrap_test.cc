@@ -640,8 +640,8 @@ TEST(CertificateProviderForTest, ABootstrapBuiltInCodeIsCheckedToo) {
             "least one of \"certificate_file\" and \"ca_certificate_file\" must be specified]");
 }
 
-// A65: "tls" credentials built in code are held to the bound the JSON form
-// is capped at.
+// A65: "tls" credentials built in code are held to the bounds the JSON form
+// is clamped to: a second to a year.
 TEST(CertificateProviderForTest, TlsCredentialsBuiltInCodeReadAtMostYearly) {
   Bootstrap bootstrap;
   XdsServerConfig server;
@@ -653,6 +653,12 @@ TEST(CertificateProviderForTest, TlsCredentialsBuiltInCodeReadAtMostYearly) {
             "errors validating bootstrap: [field:xds_servers[0].channel_creds.refresh_interval "
             "error:must be at most a year]");
   bootstrap.xds_servers[0].channel_credentials.refresh_interval = std::chrono::hours(24 * 365);
+  EXPECT_TRUE(bootstrap.Validate().ok()) << bootstrap.Validate().ToString();
+  bootstrap.xds_servers[0].channel_credentials.refresh_interval = std::chrono::milliseconds(999);
+  EXPECT_EQ(bootstrap.Validate().message(),
+            "errors validating bootstrap: [field:xds_servers[0].channel_creds.refresh_interval "
+            "error:must be at least 1s]");
+  bootstrap.xds_servers[0].channel_credentials.refresh_interval = std::chrono::seconds(1);
   EXPECT_TRUE(bootstrap.Validate().ok()) << bootstrap.Validate().ToString();
 }
 

@@ -154,31 +154,24 @@ CommonTlsContext ParseCommonTlsContext(const XdsDecodeContext& context,
         tls.certificate_validation_context =
             ParseValidationContext(context, combined.default_validation_context(), errors);
       }
-      if (combined.has_validation_context_certificate_provider_instance()) {
+      // The deprecated way to name the roots, read only when the default
+      // context names none. (Its SDS config is not read: the roots must
+      // still come from a provider instance.)
+      if (tls.certificate_validation_context.ca_certificate_provider_instance.empty() &&
+          combined.has_validation_context_certificate_provider_instance()) {
         auto instance_field = errors.Scope(".validation_context_certificate_provider_instance");
         const auto& instance = combined.validation_context_certificate_provider_instance();
         tls.certificate_validation_context.ca_certificate_provider_instance = ParseProviderInstance(
             context, instance.instance_name(), instance.certificate_name(), errors);
-      }
-      if (combined.has_validation_context_sds_secret_config()) {
-        Unsupported(".validation_context_sds_secret_config", errors);
       }
       break;
     }
     case tls_v3::CommonTlsContext::kValidationContextSdsSecretConfig:
       Unsupported(".validation_context_sds_secret_config", errors);
       break;
-    case tls_v3::CommonTlsContext::kValidationContextCertificateProviderInstance: {
-      auto field = errors.Scope(".validation_context_certificate_provider_instance");
-      const auto& instance = proto.validation_context_certificate_provider_instance();
-      tls.certificate_validation_context.ca_certificate_provider_instance = ParseProviderInstance(
-          context, instance.instance_name(), instance.certificate_name(), errors);
-      break;
-    }
-    case tls_v3::CommonTlsContext::kValidationContextCertificateProvider:
-      Unsupported(".validation_context_certificate_provider", errors);
-      break;
     default:
+      // The other (deprecated) forms are not read, as in gRPC: without a
+      // CA instance an UpstreamTlsContext is NACKed below.
       break;
   }
   // Ignored, as A29 says: alpn_protocols.
@@ -188,11 +181,15 @@ CommonTlsContext ParseCommonTlsContext(const XdsDecodeContext& context,
 std::optional<CommonTlsContext> ParseUpstreamTlsContext(
     const XdsDecodeContext& context, const envoy::config::core::v3::TransportSocket& socket,
     ValidationErrors& errors) {
-  if (!socket.has_typed_config()) return std::nullopt;
   auto field = errors.Scope(".typed_config");
   const size_t errors_before = errors.size();
+  // A transport_socket without a config is NACKed, as gRPC does, not read
+  // as plaintext: its name may well say TLS.
   XdsExtension extension;
-  if (!ExtractXdsExtension(&socket.typed_config(), errors, extension)) return std::nullopt;
+  if (!ExtractXdsExtension(socket.has_typed_config() ? &socket.typed_config() : nullptr, errors,
+                           extension)) {
+    return std::nullopt;
+  }
   if (extension.type != kUpstreamTlsContextType) {
     auto type_field = errors.Scope(".type_url");
     errors.Add("unsupported transport socket type");

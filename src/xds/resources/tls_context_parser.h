@@ -30,8 +30,7 @@ CommonTlsContext ParseCommonTlsContext(
     ValidationErrors& errors);
 
 // A Cluster's transport_socket (the caller scoped `errors` to
-// ".transport_socket"): nullopt without a typed_config (plaintext, as gRPC
-// reads it) or on an error.
+// ".transport_socket"): nullopt on an error (a missing typed_config is one).
 std::optional<CommonTlsContext> ParseUpstreamTlsContext(
     const XdsDecodeContext& context, const envoy::config::core::v3::TransportSocket& socket,
     ValidationErrors& errors);
