@@ -4,7 +4,10 @@
 // cannot read: No such file or directory".
 #pragma once
 
+// evp.h and x509.h: the UniquePtr deleters of the types below.
 #include <openssl/base.h>
+#include <openssl/evp.h>
+#include <openssl/x509.h>
 
 #include <cstdint>
 #include <string>

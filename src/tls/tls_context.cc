@@ -277,6 +277,22 @@ TlsClientContext::TlsClientContext(TlsClientConfig config, ssl_ctx_st* ctx)
 
 TlsClientContext::~TlsClientContext() { SSL_CTX_free(ctx_); }
 
+namespace {
+
+// Client certificates are asked for (and required, if so configured) once
+// the roots that verify them are in.
+void VerifyClients(SSL_CTX* ctx, bool require_client_certificate) {
+  int mode = SSL_VERIFY_PEER;
+  if (require_client_certificate) mode |= SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
+  SSL_CTX_set_verify(ctx, mode, nullptr);
+  // Sessions resumed under client authentication must stay within this
+  // configuration.
+  static constexpr uint8_t kSessionContext[] = {'u', 'x', 'd', 's'};
+  SSL_CTX_set_session_id_context(ctx, kSessionContext, sizeof kSessionContext);
+}
+
+}  // namespace
+
 StatusOr<std::shared_ptr<TlsServerContext>> TlsServerContext::Create(
     const TlsServerConfig& config) {
   UXDS_RETURN_IF_ERROR(ValidateAlpn(config.alpn));
@@ -292,15 +308,44 @@ StatusOr<std::shared_ptr<TlsServerContext>> TlsServerContext::Create(
   if (!config.ca_certificate_file.empty()) {
     UXDS_RETURN_IF_ERROR(UseCaCertificates(
         ctx.get(), ConfigFile{"ca_certificate_file", config.ca_certificate_file}, true));
-    int mode = SSL_VERIFY_PEER;
-    if (config.require_client_certificate) mode |= SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
-    SSL_CTX_set_verify(ctx.get(), mode, nullptr);
-    // Sessions resumed under client authentication must stay within this
-    // configuration.
-    static constexpr uint8_t kSessionContext[] = {'u', 'x', 'd', 's'};
-    SSL_CTX_set_session_id_context(ctx.get(), kSessionContext, sizeof kSessionContext);
+    VerifyClients(ctx.get(), config.require_client_certificate);
   }
-  auto context = std::shared_ptr<TlsServerContext>(new TlsServerContext(config, ctx.release()));
+  return Finish(config, ctx.release());
+}
+
+StatusOr<std::shared_ptr<TlsServerContext>> TlsServerContext::FromMaterial(
+    std::shared_ptr<const CertificateMaterial> identity,
+    std::shared_ptr<const CertificateMaterial> roots, const TlsServerConfig& config) {
+  UXDS_RETURN_IF_ERROR(ValidateAlpn(config.alpn));
+  if (identity == nullptr || identity->identity_chain.empty()) {
+    return InvalidArgumentError("certificate_chain_file: required");
+  }
+  const bool has_roots = roots != nullptr && !roots->roots.empty();
+  if (config.require_client_certificate && !has_roots) {
+    return InvalidArgumentError(
+        "ca_certificate_file: required when require_client_certificate is set");
+  }
+  bssl::UniquePtr<SSL_CTX> ctx = NewContext();
+  if (ctx == nullptr) return InternalError("SSL_CTX_new failed: " + TakeBoringSslReason());
+  UXDS_RETURN_IF_ERROR(
+      InstallIdentity(ctx.get(), identity->identity_chain, identity->private_key.get(),
+                      ConfigFile{"certificate_chain_file", config.certificate_chain_file},
+                      ConfigFile{"private_key_file", config.private_key_file}));
+  if (has_roots) {
+    UXDS_RETURN_IF_ERROR(InstallRoots(ctx.get(), roots->roots,
+                                      ConfigFile{"ca_certificate_file", config.ca_certificate_file},
+                                      true));
+    VerifyClients(ctx.get(), config.require_client_certificate);
+  }
+  std::shared_ptr<TlsServerContext> context = Finish(config, ctx.release());
+  context->identity_material_ = std::move(identity);
+  context->roots_material_ = has_roots ? std::move(roots) : nullptr;
+  return context;
+}
+
+std::shared_ptr<TlsServerContext> TlsServerContext::Finish(const TlsServerConfig& config,
+                                                           ssl_ctx_st* ctx) {
+  auto context = std::shared_ptr<TlsServerContext>(new TlsServerContext(config, ctx));
   if (!config.alpn.empty()) {
     // `context` owns the SSL_CTX, so the callback argument outlives it.
     SSL_CTX_set_alpn_select_cb(context->ctx_, SelectAlpn, context.get());

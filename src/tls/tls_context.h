@@ -98,17 +98,36 @@ std::vector<SubjectAltName> SubjectAltNamesOf(x509_st* certificate);
 class TlsServerContext {
  public:
   static StatusOr<std::shared_ptr<TlsServerContext>> Create(const TlsServerConfig& config);
+  // From what certificate providers read (A29: a filter chain's
+  // DownstreamTlsContext names one instance for the identity and one, maybe
+  // the same, for the roots): `identity`'s chain and key are presented;
+  // `roots` (may be null), when it holds roots, verifies client
+  // certificates, which are then asked for, and required if
+  // `config.require_client_certificate`. Reads no file; `config` gives the
+  // ALPN list and the file names errors mention.
+  static StatusOr<std::shared_ptr<TlsServerContext>> FromMaterial(
+      std::shared_ptr<const CertificateMaterial> identity,
+      std::shared_ptr<const CertificateMaterial> roots, const TlsServerConfig& config);
   ~TlsServerContext();
   TlsServerContext(const TlsServerContext&) = delete;
   TlsServerContext& operator=(const TlsServerContext&) = delete;
 
   const TlsServerConfig& config() const { return config_; }
   ssl_ctx_st* native_handle() const { return ctx_; }
+  // The material it was made from (FromMaterial), or null: a holder can
+  // tell when a provider has read something newer.
+  const CertificateMaterial* identity_material() const { return identity_material_.get(); }
+  const CertificateMaterial* roots_material() const { return roots_material_.get(); }
 
  private:
   TlsServerContext(TlsServerConfig config, ssl_ctx_st* ctx);
+  // Takes `ctx` (owned from here on) once its roots and identity are in,
+  // and adds the ALPN callbacks.
+  static std::shared_ptr<TlsServerContext> Finish(const TlsServerConfig& config, ssl_ctx_st* ctx);
   TlsServerConfig config_;
   ssl_ctx_st* ctx_;  // owned
+  std::shared_ptr<const CertificateMaterial> identity_material_;
+  std::shared_ptr<const CertificateMaterial> roots_material_;
 };
 
 }  // namespace uxds

@@ -7,6 +7,8 @@
 
 #include <vector>
 
+#include "tls/certificate_provider.h"
+#include "tls/pem_files.h"
 #include "tls_test_util.h"
 
 namespace uxds {
@@ -25,7 +27,24 @@ struct Options {
   std::string server_cert;  // default: the suite's server certificate
   std::string server_key;
   ServerAuthorization server_authorization;
+  // The server context made from provider material (TlsServerContext::
+  // FromMaterial) instead of from files.
+  bool server_from_material = false;
 };
+
+// What a certificate provider would have read: `cert` and `key` as the
+// identity (if given), `ca` as the roots (if given).
+std::shared_ptr<const CertificateMaterial> Material(const std::string& cert, const std::string& key,
+                                                    const std::string& ca) {
+  auto material = std::make_shared<CertificateMaterial>();
+  if (!cert.empty()) {
+    material->identity_chain = *tls_internal::LoadCertificates({"certificate_file", cert});
+    material->private_key = std::move(*tls_internal::LoadPrivateKey({"private_key_file", key}));
+  }
+  if (!ca.empty()) material->roots = *tls_internal::LoadCertificates({"ca_certificate_file", ca});
+  material->version = 1;
+  return material;
+}
 
 // Moves every queued byte of ciphertext from `from` to `to`.
 size_t Transfer(TlsEngine& from, TlsEngine& to) {
@@ -59,7 +78,13 @@ Pair MakePair(const Options& o = {}) {
   if (o.server_verifies_clients) server_config.ca_certificate_file = Certs().ca_cert;
   server_config.require_client_certificate = o.server_requires_client_certificate;
   auto client_ctx = TlsClientContext::Create(client_config);
-  auto server_ctx = TlsServerContext::Create(server_config);
+  auto server_ctx =
+      o.server_from_material
+          ? TlsServerContext::FromMaterial(
+                Material(server_config.certificate_chain_file, server_config.private_key_file, ""),
+                o.server_verifies_clients ? Material("", "", Certs().ca_cert) : nullptr,
+                server_config)
+          : TlsServerContext::Create(server_config);
   EXPECT_TRUE(client_ctx.ok()) << client_ctx.status().ToString();
   EXPECT_TRUE(server_ctx.ok()) << server_ctx.status().ToString();
   Pair p;
@@ -310,6 +335,53 @@ TEST(TlsEngineTest, MutualTlsPresentsTheClientCertificate) {
   ASSERT_TRUE(p.client_result.ok()) << p.client_result.ToString();
   ASSERT_TRUE(p.server_result.ok()) << p.server_result.ToString();
   EXPECT_EQ(p.server->peer_certificate_subject(), "CN=client");
+}
+
+// A29's server side: the identity from one provider's material, the roots
+// that verify clients from another's.
+TEST(TlsEngineTest, ServerContextFromProviderMaterial) {
+  Pair plain = MakePairWith([&](Options& o) { o.server_from_material = true; });
+  Handshake(plain);
+  EXPECT_TRUE(plain.client_result.ok()) << plain.client_result.ToString();
+  EXPECT_TRUE(plain.server_result.ok()) << plain.server_result.ToString();
+
+  Pair mutual = MakePairWith([&](Options& o) {
+    o.server_from_material = true;
+    o.server_verifies_clients = true;
+    o.server_requires_client_certificate = true;
+    o.client_certificate = true;
+  });
+  Handshake(mutual);
+  EXPECT_TRUE(mutual.client_result.ok()) << mutual.client_result.ToString();
+  EXPECT_TRUE(mutual.server_result.ok()) << mutual.server_result.ToString();
+
+  Pair anonymous = MakePairWith([&](Options& o) {
+    o.server_from_material = true;
+    o.server_verifies_clients = true;
+    o.server_requires_client_certificate = true;
+  });
+  Handshake(anonymous);
+  ASSERT_FALSE(anonymous.server_result.ok());
+  EXPECT_EQ(anonymous.server_result.message(), "PEER_DID_NOT_RETURN_A_CERTIFICATE");
+}
+
+TEST(TlsEngineTest, ServerContextFromMaterialNeedsAnIdentity) {
+  TlsServerConfig config;
+  auto roots_only = Material("", "", Certs().ca_cert);
+  EXPECT_EQ(TlsServerContext::FromMaterial(roots_only, nullptr, config).status().message(),
+            "certificate_chain_file: required");
+  EXPECT_EQ(TlsServerContext::FromMaterial(nullptr, roots_only, config).status().message(),
+            "certificate_chain_file: required");
+  config.require_client_certificate = true;
+  auto identity = Material(Certs().server_cert, Certs().server_key, "");
+  EXPECT_EQ(TlsServerContext::FromMaterial(identity, nullptr, config).status().message(),
+            "ca_certificate_file: required when require_client_certificate is set");
+  EXPECT_EQ(TlsServerContext::FromMaterial(identity, identity, config).status().message(),
+            "ca_certificate_file: required when require_client_certificate is set");
+  auto context = TlsServerContext::FromMaterial(identity, roots_only, config);
+  ASSERT_TRUE(context.ok()) << context.status().ToString();
+  EXPECT_EQ((*context)->identity_material(), identity.get());
+  EXPECT_EQ((*context)->roots_material(), roots_only.get());
 }
 
 TEST(TlsEngineTest, MissingClientCertificateIsRejectedWhenRequired) {
