@@ -14,15 +14,17 @@ namespace {
 namespace tls_v3 = envoy::extensions::transport_sockets::tls::v3;
 using ProviderInstance = CommonTlsContext::CertificateProviderPluginInstance;
 
+// The instance named at `field_name` of a CertificateProviderPluginInstance
+// or its deprecated twin (both have instance_name and certificate_name).
 // A29: an instance the bootstrap does not define cannot give certificates.
-ProviderInstance ParseProviderInstance(const XdsDecodeContext& context,
-                                       const std::string& instance_name,
-                                       const std::string& certificate_name,
-                                       ValidationErrors& errors) {
-  ProviderInstance instance{instance_name, certificate_name};
-  if (!context.bootstrap.certificate_providers.contains(instance_name)) {
-    auto field = errors.Scope(".instance_name");
-    errors.Add("unrecognized certificate provider instance name: " + instance_name);
+template <typename InstanceProto>
+ProviderInstance ParseProviderInstance(const XdsDecodeContext& context, const InstanceProto& proto,
+                                       std::string_view field_name, ValidationErrors& errors) {
+  auto field = errors.Scope(field_name);
+  ProviderInstance instance{proto.instance_name(), proto.certificate_name()};
+  if (!context.bootstrap.certificate_providers.contains(instance.instance_name)) {
+    auto name_field = errors.Scope(".instance_name");
+    errors.Add("unrecognized certificate provider instance name: " + instance.instance_name);
   }
   return instance;
 }
@@ -78,10 +80,9 @@ CommonTlsContext::CertificateValidationContext ParseValidationContext(
     ValidationErrors& errors) {
   CommonTlsContext::CertificateValidationContext validation;
   if (proto.has_ca_certificate_provider_instance()) {
-    auto field = errors.Scope(".ca_certificate_provider_instance");
-    const auto& instance = proto.ca_certificate_provider_instance();
-    validation.ca_certificate_provider_instance = ParseProviderInstance(
-        context, instance.instance_name(), instance.certificate_name(), errors);
+    validation.ca_certificate_provider_instance =
+        ParseProviderInstance(context, proto.ca_certificate_provider_instance(),
+                              ".ca_certificate_provider_instance", errors);
   }
   for (int i = 0; i < proto.match_subject_alt_names_size(); ++i) {
     auto field = errors.Scope(".match_subject_alt_names[" + std::to_string(i) + "]");
@@ -118,15 +119,13 @@ CommonTlsContext ParseCommonTlsContext(const XdsDecodeContext& context,
   // tls_certificate_certificate_provider_instance; inline or SDS
   // certificates are not a source gRPC has.
   if (proto.has_tls_certificate_provider_instance()) {
-    auto field = errors.Scope(".tls_certificate_provider_instance");
-    const auto& instance = proto.tls_certificate_provider_instance();
-    tls.tls_certificate_provider_instance = ParseProviderInstance(
-        context, instance.instance_name(), instance.certificate_name(), errors);
+    tls.tls_certificate_provider_instance =
+        ParseProviderInstance(context, proto.tls_certificate_provider_instance(),
+                              ".tls_certificate_provider_instance", errors);
   } else if (proto.has_tls_certificate_certificate_provider_instance()) {
-    auto field = errors.Scope(".tls_certificate_certificate_provider_instance");
-    const auto& instance = proto.tls_certificate_certificate_provider_instance();
-    tls.tls_certificate_provider_instance = ParseProviderInstance(
-        context, instance.instance_name(), instance.certificate_name(), errors);
+    tls.tls_certificate_provider_instance =
+        ParseProviderInstance(context, proto.tls_certificate_certificate_provider_instance(),
+                              ".tls_certificate_certificate_provider_instance", errors);
   } else {
     if (proto.tls_certificates_size() > 0) Unsupported(".tls_certificates", errors);
     if (proto.tls_certificate_sds_secret_configs_size() > 0) {
@@ -136,9 +135,7 @@ CommonTlsContext ParseCommonTlsContext(const XdsDecodeContext& context,
   if (proto.has_tls_params()) Unsupported(".tls_params", errors);
   if (proto.has_custom_handshaker()) Unsupported(".custom_handshaker", errors);
   // The validation context: validation_context, or
-  // combined_validation_context's default one (whose deprecated
-  // validation_context_certificate_provider_instance, when set, names the
-  // CA instead).
+  // combined_validation_context's default one.
   switch (proto.validation_context_type_case()) {
     case tls_v3::CommonTlsContext::kValidationContext: {
       auto field = errors.Scope(".validation_context");
@@ -159,10 +156,9 @@ CommonTlsContext ParseCommonTlsContext(const XdsDecodeContext& context,
       // still come from a provider instance.)
       if (tls.certificate_validation_context.ca_certificate_provider_instance.empty() &&
           combined.has_validation_context_certificate_provider_instance()) {
-        auto instance_field = errors.Scope(".validation_context_certificate_provider_instance");
-        const auto& instance = combined.validation_context_certificate_provider_instance();
         tls.certificate_validation_context.ca_certificate_provider_instance = ParseProviderInstance(
-            context, instance.instance_name(), instance.certificate_name(), errors);
+            context, combined.validation_context_certificate_provider_instance(),
+            ".validation_context_certificate_provider_instance", errors);
       }
       break;
     }
