@@ -211,23 +211,33 @@ StatusOr<std::shared_ptr<TlsClientContext>> TlsClientContext::Create(
 
 StatusOr<std::shared_ptr<TlsClientContext>> TlsClientContext::FromMaterial(
     std::shared_ptr<const CertificateMaterial> material, const TlsClientConfig& config) {
+  std::shared_ptr<const CertificateMaterial> identity = material;
+  return FromMaterial(std::move(material), std::move(identity), config);
+}
+
+StatusOr<std::shared_ptr<TlsClientContext>> TlsClientContext::FromMaterial(
+    std::shared_ptr<const CertificateMaterial> roots,
+    std::shared_ptr<const CertificateMaterial> identity, const TlsClientConfig& config) {
   UXDS_RETURN_IF_ERROR(ValidateAlpn(config.alpn));
-  if (material->roots.empty()) return InvalidArgumentError("ca_certificate_file: required");
+  if (roots == nullptr || roots->roots.empty()) {
+    return InvalidArgumentError("ca_certificate_file: required");
+  }
   bssl::UniquePtr<SSL_CTX> ctx = NewContext();
   if (ctx == nullptr) return InternalError("SSL_CTX_new failed: " + TakeBoringSslReason());
-  UXDS_RETURN_IF_ERROR(InstallRoots(ctx.get(), material->roots,
+  UXDS_RETURN_IF_ERROR(InstallRoots(ctx.get(), roots->roots,
                                     ConfigFile{"ca_certificate_file", config.ca_certificate_file},
                                     false));
-  if (!material->identity_chain.empty()) {
-    UXDS_RETURN_IF_ERROR(InstallIdentity(ctx.get(), material->identity_chain,
-                                         material->private_key.get(),
+  if (identity != nullptr && !identity->identity_chain.empty()) {
+    UXDS_RETURN_IF_ERROR(InstallIdentity(ctx.get(), identity->identity_chain,
+                                         identity->private_key.get(),
                                          ConfigFile{"certificate_file", config.certificate_file},
                                          ConfigFile{"private_key_file", config.private_key_file}));
   }
   UXDS_RETURN_IF_ERROR(FinishClientContext(ctx.get(), config));
   auto context = std::shared_ptr<TlsClientContext>(new TlsClientContext(config, ctx.release()));
   InstallServerAuthorization(*context);
-  context->material_ = std::move(material);
+  context->material_ = std::move(roots);
+  context->identity_material_ = std::move(identity);
   return context;
 }
 

@@ -76,20 +76,30 @@ class TlsClientContext {
   // `config` gives the ALPN list, and the file names errors mention.
   static StatusOr<std::shared_ptr<TlsClientContext>> FromMaterial(
       std::shared_ptr<const CertificateMaterial> material, const TlsClientConfig& config);
+  // The same from two providers (A29: a Cluster's UpstreamTlsContext may
+  // name one instance for the roots and another for the identity): `roots`
+  // must hold roots; `identity` (may be null) is offered when it holds a
+  // certificate chain.
+  static StatusOr<std::shared_ptr<TlsClientContext>> FromMaterial(
+      std::shared_ptr<const CertificateMaterial> roots,
+      std::shared_ptr<const CertificateMaterial> identity, const TlsClientConfig& config);
   ~TlsClientContext();
   TlsClientContext(const TlsClientContext&) = delete;
   TlsClientContext& operator=(const TlsClientContext&) = delete;
 
   const TlsClientConfig& config() const { return config_; }
   ssl_ctx_st* native_handle() const { return ctx_; }
-  // The material it was made from (FromMaterial), or null.
+  // The material it was made from (FromMaterial), or null: the roots', and
+  // the identity's (the same for the one-material FromMaterial).
   const CertificateMaterial* material() const { return material_.get(); }
+  const CertificateMaterial* identity_material() const { return identity_material_.get(); }
 
  private:
   TlsClientContext(TlsClientConfig config, ssl_ctx_st* ctx);
   TlsClientConfig config_;
   ssl_ctx_st* ctx_;  // owned
   std::shared_ptr<const CertificateMaterial> material_;
+  std::shared_ptr<const CertificateMaterial> identity_material_;
 };
 
 // The DNS, URI, email and IP address SANs of `certificate`, in its order.
