@@ -48,6 +48,7 @@
 #include <utility>
 #include <vector>
 
+#include "uxds/channel_credentials.h"
 #include "uxds/load_reporting.h"
 #include "uxds/loop.h"
 #include "uxds/status.h"
@@ -60,6 +61,10 @@ struct ChannelOptions {
   // Where an "xds:" channel gets its XdsClient (the pool's loop must be the
   // channel's). Not needed for "host:port" targets.
   std::shared_ptr<XdsClientPool> xds_client_pool;
+  // How connections to endpoints are secured (see channel_credentials.h):
+  // plaintext unless set; ChannelCredentials::Xds(fallback) lets each
+  // cluster's xDS security config (A29) decide.
+  ChannelCredentials credentials;
   // The local cap on ring_hash ring sizes (A42; gRPC's default).
   uint64_t ring_size_cap = 4096;
   // gRPC connection backoff and connect timeout of the channel's

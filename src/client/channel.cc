@@ -81,6 +81,7 @@ StatusOr<std::unique_ptr<Channel>> Channel::Create(Loop& loop, std::string_view 
   if (!parsed.ok()) return parsed.status();
   auto impl = std::make_unique<Impl>(loop, std::move(options));
   impl->target = *std::move(parsed);
+  UXDS_RETURN_IF_ERROR(impl->UseCredentials());
   SubchannelOptions subchannel_options;
   subchannel_options.initial_backoff = impl->options.initial_backoff;
   subchannel_options.max_backoff = impl->options.max_backoff;

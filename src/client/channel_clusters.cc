@@ -249,7 +249,42 @@ std::shared_ptr<const ClusterImplConfig> Channel::Impl::ClusterImplConfigFor(
   if (!std::holds_alternative<ClusterResource::Aggregate>(cluster.type)) {
     impl->load = LoadStatsFor(name, cluster);
   }
+  impl->tls = TlsFor(cluster);
   return impl;
+}
+
+Status Channel::Impl::UseCredentials() {
+  using Kind = ChannelCredentials::Kind;
+  const ChannelCredentials* plain = &options.credentials;
+  if (plain->kind == Kind::kXds) {
+    xds_security = true;
+    plain = plain->fallback.get();
+    if (plain == nullptr || plain->kind == Kind::kXds) {
+      return InvalidArgumentError(
+          "credentials: the fallback of xDS credentials must be Insecure or Tls");
+    }
+  }
+  if (plain->kind != Kind::kTls) return OkStatus();
+  TlsClientConfig config;
+  config.ca_certificate_file = plain->tls.ca_certificate_file;
+  config.certificate_file = plain->tls.certificate_file;
+  config.private_key_file = plain->tls.private_key_file;
+  StatusOr<std::shared_ptr<TlsClientContext>> context = TlsClientContext::Create(config);
+  if (!context.ok()) {
+    return InvalidArgumentError("credentials: " + std::string(context.status().message()));
+  }
+  // As gRPC: the server's certificate must name the target's host.
+  fallback_tls = UpstreamTls::Fixed(*std::move(context), SplitHostPort(target.name).first);
+  return OkStatus();
+}
+
+std::shared_ptr<const UpstreamTls> Channel::Impl::TlsFor(const ClusterResource& cluster) const {
+  // A29: only xDS credentials let the control plane secure a cluster.
+  if (!xds_security || !cluster.upstream_tls_context.has_value() ||
+      options.xds_client_pool == nullptr) {
+    return fallback_tls;
+  }
+  return UpstreamTls::FromXds(options.xds_client_pool->bootstrap(), *cluster.upstream_tls_context);
 }
 
 Task<void> Channel::Impl::ResolveDirect() {
@@ -267,7 +302,7 @@ Task<void> Channel::Impl::ResolveDirect() {
   const EndpointResource endpoints = EndpointsOfAddresses(*addresses);
   ClusterState& state = EnsureCluster(direct_cluster);
   state.note = "resolved " + target.name;
-  state.lb->Update(cluster, endpoints);
+  state.lb->Update(cluster, endpoints, fallback_tls);
   LinkRoutes();
   WakeWaiters();
 }

@@ -135,6 +135,17 @@ struct Channel::Impl final : client_internal::CallPicker {
 
   LbPolicyOptions LbOptions() const;
 
+  // A29: whether clusters' xDS security config applies (xDS credentials),
+  // and how the endpoints of the clusters without one (and of a host:port
+  // target) are secured: the fallback credentials (null: plaintext).
+  bool xds_security = false;
+  std::shared_ptr<const UpstreamTls> fallback_tls;
+  // Sets the two from options.credentials; INVALID_ARGUMENT names the
+  // field (a TLS file that cannot be used, an xDS fallback that is xDS).
+  Status UseCredentials();
+  // How connections to `cluster`'s endpoints are secured (null: plaintext).
+  std::shared_ptr<const UpstreamTls> TlsFor(const ClusterResource& cluster) const;
+
   // The cluster's state, made (with a new id) if it has none.
   ClusterState& StateOf(const std::string& name);
   ClusterState& EnsureCluster(const std::string& name);

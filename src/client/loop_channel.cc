@@ -244,6 +244,7 @@ LoopConnection& LoopChannel::Impl::ConnectionFor(uint32_t index, const Subchanne
     slot->uid = subchannel.uid();
     slot->address = subchannel.address();
     slot->socket_address = subchannel.socket_address();
+    slot->tls = subchannel.tls();
   }
   return *slot;
 }
@@ -274,7 +275,7 @@ Task<void> LoopChannel::Impl::CloseAndFree(std::unique_ptr<LoopConnection> conne
 
 Task<void> LoopChannel::Impl::Connect(LoopConnection* c) {
   StatusOr<std::unique_ptr<http2::ClientConnection>> connected =
-      co_await http2::ClientConnection::Connect(loop, c->socket_address, shared->connection);
+      co_await ConnectSecured(loop, c->socket_address, shared->connection, c->tls.get());
   if (connected.ok()) {
     c->connection = *std::move(connected);
     c->last_failure = Status();

@@ -26,6 +26,7 @@
 
 #include "client/call_snapshot.h"
 #include "http2/client_connection.h"
+#include "lb/upstream_tls.h"
 #include "runtime/shutdown_once.h"
 #include "runtime/socket_address.h"
 #include "uxds/client_channel.h"
@@ -60,6 +61,8 @@ struct LoopConnection {
   uint64_t uid = 0;  // the subchannel's: which endpoint this is
   std::string address;
   SocketAddress socket_address;
+  // A29: secured as the subchannel's connections are (null: plaintext).
+  std::shared_ptr<const UpstreamTls> tls;
   std::unique_ptr<http2::ClientConnection> connection;
   bool connecting = false;  // a connect (or its retry delay) is running
   bool retired = false;     // closed and freed once unused

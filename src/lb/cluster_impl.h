@@ -11,6 +11,7 @@
 
 #include "lb/call_counter.h"
 #include "lb/lb_policy.h"
+#include "lb/upstream_tls.h"
 #include "uxds/resources/cluster.h"
 #include "uxds/resources/endpoint.h"
 #include "xds/lrs/load_stats.h"
@@ -63,6 +64,9 @@ struct ClusterImplConfig {
   std::shared_ptr<CallCounter> counter;
   // A42: where the cluster's calls and drops are reported (null: no LRS).
   std::shared_ptr<ClusterLoadStats> load;
+  // A29: how connections to the cluster's endpoints are secured (null:
+  // plaintext).
+  std::shared_ptr<const UpstreamTls> tls;
 };
 
 class ClusterImplPicker final : public Picker {

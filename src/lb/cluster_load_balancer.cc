@@ -50,7 +50,7 @@ std::vector<LocalityList> ClusterLoadBalancer::ToPriorities(const EndpointResour
         if (!e.usable() || e.addresses.empty()) continue;
         auto address = SocketAddress::Parse(e.addresses.front());
         if (!address.ok()) continue;  // the decoder only keeps parseable addresses
-        l.endpoints.push_back(WeightedEndpoint{*address, e.hash_key, e.weight});
+        l.endpoints.push_back(WeightedEndpoint{*address, e.hash_key, e.weight, nullptr});
       }
       // A27: a locality with no usable endpoint takes no traffic.
       if (!l.endpoints.empty()) list.push_back(std::move(l));
@@ -60,9 +60,10 @@ std::vector<LocalityList> ClusterLoadBalancer::ToPriorities(const EndpointResour
   return priorities;
 }
 
-void ClusterLoadBalancer::Update(const ClusterResource& cluster,
-                                 const EndpointResource& endpoints) {
+void ClusterLoadBalancer::Update(const ClusterResource& cluster, const EndpointResource& endpoints,
+                                 std::shared_ptr<const UpstreamTls> tls) {
   auto own = std::make_shared<ClusterImplConfig>();
+  own->tls = std::move(tls);
   own->drops = endpoints.drop_overloads;
   own->max_requests = cluster.max_concurrent_requests;
   own->counter = counter_;
@@ -77,15 +78,20 @@ void ClusterLoadBalancer::Update(const ClusterResource& cluster, const EndpointR
   by_priority_ = std::move(by_priority);
   std::vector<std::pair<std::string, std::shared_ptr<LocalityLoadStats>>> endpoint_localities;
   for (size_t p = 0; p < endpoints.priorities.size(); ++p) {
-    const std::shared_ptr<ClusterLoadStats>& stats = ConfigOf(static_cast<int>(p)).load;
+    const ClusterImplConfig& config = ConfigOf(static_cast<int>(p));
+    const std::shared_ptr<ClusterLoadStats>& stats = config.load;
     if (stats == nullptr) continue;
     for (const auto& locality : endpoints.priorities[p].localities) {
       std::shared_ptr<LocalityLoadStats> locality_stats = stats->Locality(locality.name);
       for (const auto& e : locality.endpoints) {
         if (e.addresses.empty()) continue;
-        // The address as the subchannel spells it.
+        // The subchannel's key: the address as it spells it, and the
+        // priority's security.
         auto address = SocketAddress::Parse(e.addresses.front());
-        if (address.ok()) endpoint_localities.emplace_back(address->ToString(), locality_stats);
+        if (address.ok()) {
+          endpoint_localities.emplace_back(
+              SubchannelPool::KeyOf(address->ToString(), config.tls.get()), locality_stats);
+        }
       }
     }
   }
@@ -101,7 +107,17 @@ void ClusterLoadBalancer::Update(const ClusterResource& cluster, const EndpointR
     options.request_hash_header = lb_config_.request_hash_header;
     BuildTree(options);
   }
-  priority_->Update(ToPriorities(endpoints), std::move(children));
+  std::vector<LocalityList> priorities = ToPriorities(endpoints);
+  // A29: each priority's endpoints are secured as its cluster says (an
+  // aggregate cluster's leaves may differ).
+  for (size_t p = 0; p < priorities.size(); ++p) {
+    const std::shared_ptr<const UpstreamTls>& tls = ConfigOf(static_cast<int>(p)).tls;
+    if (tls == nullptr) continue;
+    for (WeightedLocality& locality : priorities[p]) {
+      for (WeightedEndpoint& e : locality.endpoints) e.tls = tls;
+    }
+  }
+  priority_->Update(priorities, std::move(children));
 }
 
 const ClusterImplConfig& ClusterLoadBalancer::ConfigOf(int priority) const {
@@ -121,12 +137,11 @@ ClusterLoadCounters ClusterLoadBalancer::LoadCounters(const ClusterImplConfig& c
   if (locality_table_ == nullptr || table_pool_version_ != pool_->version()) {
     std::vector<std::pair<uint32_t, std::shared_ptr<LocalityLoadStats>>> entries;
     entries.reserve(endpoint_localities_.size());
-    for (const auto& [address, stats] : endpoint_localities_) {
+    for (const auto& [key, stats] : endpoint_localities_) {
       // Endpoints the policies have made a subchannel for: only those can
       // be picked (a priority not started yet has none; its first report
       // comes with a new picker, and its subchannels with a new version).
-      if (const Subchannel* s = pool_->Find(address))
-        entries.emplace_back(s->endpoint().index, stats);
+      if (const Subchannel* s = pool_->Find(key)) entries.emplace_back(s->endpoint().index, stats);
     }
     locality_table_ = std::make_shared<const LocalityTable>(std::move(entries));
     table_pool_version_ = pool_->version();

@@ -38,8 +38,10 @@ class ClusterLoadBalancer {
   // the tree (subchannels are kept by the pool as long as a policy uses
   // them); otherwise the endpoints are passed down. The cluster's own drops
   // (of `endpoints`) and max_requests apply, counted on this balancer's
-  // call counter, without load reporting.
-  void Update(const ClusterResource& cluster, const EndpointResource& endpoints);
+  // call counter, without load reporting; the endpoints are secured by
+  // `tls` (null: plaintext).
+  void Update(const ClusterResource& cluster, const EndpointResource& endpoints,
+              std::shared_ptr<const UpstreamTls> tls = nullptr);
   // The same with the cluster_impl config given: picks that go to priority
   // p are subject to by_priority[p] (A37: an aggregate cluster's priorities
   // belong to its leaf clusters, each with its own drops, circuit breaker
@@ -97,10 +99,11 @@ class ClusterLoadBalancer {
       ClusterImplConfig{.drops = {},
                         .max_requests = ClusterResource::kDefaultMaxConcurrentRequests,
                         .counter = counter_,
-                        .load = nullptr});
+                        .load = nullptr,
+                        .tls = nullptr});
   std::vector<std::shared_ptr<const ClusterImplConfig>> by_priority_;
-  // Each endpoint address with the stats of its locality (in the load
-  // report of its priority's cluster).
+  // Each endpoint's subchannel key (SubchannelPool::KeyOf) with the stats
+  // of its locality (in the load report of its priority's cluster).
   std::vector<std::pair<std::string, std::shared_ptr<LocalityLoadStats>>> endpoint_localities_;
   // A42: endpoint_localities_ by Endpoint::index, for the pickers; made for
   // the pool as it was at table_pool_version_ (null: to be made).

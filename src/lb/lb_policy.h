@@ -26,6 +26,9 @@ struct WeightedEndpoint {
   SocketAddress address;
   std::string hash_key;  // A76 (empty: the address is hashed)
   uint32_t weight = 1;   // the endpoint's load_balancing_weight
+  // A29: how connections to it are secured, from its cluster (null:
+  // plaintext). The same address secured two ways is two subchannels.
+  std::shared_ptr<const UpstreamTls> tls = nullptr;
 };
 
 struct WeightedLocality {

@@ -18,28 +18,30 @@ void PickFirstPolicy::DetachAll() {
 }
 
 void PickFirstPolicy::Update(const LocalityList& localities) {
-  std::vector<SocketAddress> addresses;
+  std::vector<const WeightedEndpoint*> addresses;
   std::set<std::string> seen;
   for (const WeightedLocality& locality : localities) {
     for (const WeightedEndpoint& e : locality.endpoints) {
-      if (seen.insert(e.address.ToString()).second) addresses.push_back(e.address);
+      if (seen.insert(e.address.ToString()).second) addresses.push_back(&e);
     }
   }
   // The same list again (a re-resolution with the same answer): nothing
   // changes.
   bool same = addresses.size() == entries_.size();
   for (size_t i = 0; same && i < addresses.size(); ++i) {
-    same = entries_[i].subchannel->address() == addresses[i].ToString();
+    same = entries_[i].subchannel->key() ==
+           SubchannelPool::KeyOf(addresses[i]->address.ToString(), addresses[i]->tls.get());
   }
   if (same && picker_ != nullptr) {
     reporter_(state_, status_, picker_);
     return;
   }
   std::string selected_address;
-  if (selected_ >= 0) selected_address = entries_[selected_].subchannel->address();
+  if (selected_ >= 0) selected_address = entries_[selected_].subchannel->key();
   std::vector<Entry> next;
   next.reserve(addresses.size());
-  for (const SocketAddress& address : addresses) next.push_back(Entry{pool_.Get(address), -1});
+  for (const WeightedEndpoint* e : addresses)
+    next.push_back(Entry{pool_.Get(e->address, e->tls), -1});
   DetachAll();
   entries_ = std::move(next);
   selected_ = -1;
@@ -58,7 +60,7 @@ void PickFirstPolicy::Update(const LocalityList& localities) {
   // A62: the connection in use stays in use while its address is still
   // in the list.
   for (size_t i = 0; i < entries_.size(); ++i) {
-    if (entries_[i].subchannel->address() == selected_address &&
+    if (entries_[i].subchannel->key() == selected_address &&
         entries_[i].subchannel->state() == ConnectivityState::kReady) {
       Select(i);
       return;

@@ -19,20 +19,20 @@ void RingHashPolicy::Update(const LocalityList& localities) {
   // Weight = locality weight x endpoint weight (A42); BuildRingEndpoints
   // de-duplicates by address (NOTES.md).
   std::vector<RingHashAddress> listed;
-  std::vector<const SocketAddress*> listed_addresses;
+  std::vector<const WeightedEndpoint*> listed_addresses;
   for (const WeightedLocality& locality : localities) {
     for (const WeightedEndpoint& e : locality.endpoints) {
       listed.push_back(RingHashAddress{e.address.ToString(), e.hash_key,
                                        uint64_t{locality.weight == 0 ? 1u : locality.weight} *
                                            uint64_t{e.weight == 0 ? 1u : e.weight}});
-      listed_addresses.push_back(&e.address);
+      listed_addresses.push_back(&e);
     }
   }
   std::vector<size_t> kept;
   std::vector<RingEndpoint> input = BuildRingEndpoints(listed, &kept);
-  std::vector<SocketAddress> addresses;
+  std::vector<const WeightedEndpoint*> addresses;
   addresses.reserve(kept.size());
-  for (size_t i : kept) addresses.push_back(*listed_addresses[i]);
+  for (size_t i : kept) addresses.push_back(listed_addresses[i]);
   const bool same_ring = ring_ != nullptr && input.size() == ring_input_.size() &&
                          std::equal(input.begin(), input.end(), ring_input_.begin(),
                                     [](const RingEndpoint& a, const RingEndpoint& b) {
@@ -46,7 +46,8 @@ void RingHashPolicy::Update(const LocalityList& localities) {
   // its subchannel (and connection).
   std::vector<Endpoint> next;
   next.reserve(addresses.size());
-  for (const SocketAddress& a : addresses) next.push_back(Endpoint{pool_.Get(a), -1});
+  for (const WeightedEndpoint* e : addresses)
+    next.push_back(Endpoint{pool_.Get(e->address, e->tls), -1});
   DetachAll();
   endpoints_ = std::move(next);
   for (Endpoint& e : endpoints_) {

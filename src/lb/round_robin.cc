@@ -53,7 +53,7 @@ void RoundRobinPolicy::Update(const LocalityList& localities) {
   for (const WeightedLocality& locality : localities) {
     for (const WeightedEndpoint& e : locality.endpoints) {
       if (!seen.insert(e.address.ToString()).second) continue;
-      next.push_back(Endpoint{pool_.Get(e.address), -1});
+      next.push_back(Endpoint{pool_.Get(e.address, e.tls), -1});
     }
   }
   DetachAll();

@@ -14,9 +14,12 @@ uint64_t NextUid() {
 
 }  // namespace
 
-Subchannel::Subchannel(SubchannelPool& pool, SocketAddress address, uint32_t index)
+Subchannel::Subchannel(SubchannelPool& pool, SocketAddress address,
+                       std::shared_ptr<const UpstreamTls> tls, std::string key, uint32_t index)
     : pool_(pool),
       address_(address),
+      tls_(std::move(tls)),
+      key_(std::move(key)),
       endpoint_{address.ToString(), this, index},
       uid_(NextUid()),
       group_(std::make_unique<TaskGroup>(pool.loop())),
@@ -96,7 +99,7 @@ Task<void> Subchannel::ConnectOnce() {
   options.connect_timeout = std::max(pool_.options().min_connect_timeout, delay);
   ++attempts_;
   SetState(ConnectivityState::kConnecting, Status());
-  auto connected = co_await http2::ClientConnection::Connect(loop, address_, options);
+  auto connected = co_await ConnectSecured(loop, address_, options, tls_.get());
   if (group_->cancelled()) co_return;
   if (!connected.ok()) {
     last_failure_ = connected.status();
@@ -163,8 +166,14 @@ SubchannelPool::SubchannelPool(Loop& loop, SubchannelOptions options)
 // (no Shutdown()) terminates in its TaskGroup's destructor.
 SubchannelPool::~SubchannelPool() = default;
 
-SubchannelRef SubchannelPool::Get(const SocketAddress& address) {
-  const std::string key = address.ToString();
+std::string SubchannelPool::KeyOf(std::string address, const UpstreamTls* tls) {
+  if (tls != nullptr) address += " " + tls->key();
+  return address;
+}
+
+SubchannelRef SubchannelPool::Get(const SocketAddress& address,
+                                  std::shared_ptr<const UpstreamTls> tls) {
+  const std::string key = KeyOf(address.ToString(), tls.get());
   auto it = subchannels_.find(key);
   if (it == subchannels_.end()) {
     uint32_t index = next_index_;
@@ -176,7 +185,8 @@ SubchannelRef SubchannelPool::Get(const SocketAddress& address) {
       free_indices_.pop_back();
     }
     it = subchannels_
-             .emplace(key, std::unique_ptr<Subchannel>(new Subchannel(*this, address, index)))
+             .emplace(key, std::unique_ptr<Subchannel>(
+                               new Subchannel(*this, address, std::move(tls), key, index)))
              .first;
     ++version_;
     Subchannel& s = *it->second;
@@ -185,8 +195,8 @@ SubchannelRef SubchannelPool::Get(const SocketAddress& address) {
   return SubchannelRef(it->second.get());
 }
 
-const Subchannel* SubchannelPool::Find(const std::string& address) const {
-  auto it = subchannels_.find(address);
+const Subchannel* SubchannelPool::Find(const std::string& key) const {
+  auto it = subchannels_.find(key);
   return it == subchannels_.end() ? nullptr : it->second.get();
 }
 
@@ -208,7 +218,7 @@ void SubchannelPool::Release(Subchannel* s) {
   // push finished before its picker (the last reference) was reclaimed, so
   // draining now removes it from the stack for good.
   if (s->request_queued_.load(std::memory_order_acquire)) DrainRequests();
-  std::unique_ptr<Subchannel> released = std::move(subchannels_.extract(s->address()).mapped());
+  std::unique_ptr<Subchannel> released = std::move(subchannels_.extract(s->key()).mapped());
   ++version_;
   // No picker can return `s` any more (a picker holds a reference to each
   // endpoint it returns), so its index is free. A cluster_impl picker whose

@@ -1,6 +1,6 @@
 // Subchannel: one HTTP/2 connection to one address, shared by every LB
-// policy that uses the address (one per unique address, from a
-// SubchannelPool). Lives on the control loop; only state() and
+// policy that uses the address secured the same way (one per unique
+// address and UpstreamTls key, from a SubchannelPool). Lives on the control loop; only state() and
 // RequestConnectionFromAnyThread() may be used from other threads.
 //
 // States as gRPC's (IDLE, CONNECTING, READY, TRANSIENT_FAILURE); READY means
@@ -22,6 +22,7 @@
 
 #include "http2/client_connection.h"
 #include "http2/client_connection_options.h"
+#include "lb/upstream_tls.h"
 #include "runtime/shutdown_once.h"
 #include "runtime/socket_address.h"
 #include "uxds/channel.h"
@@ -53,6 +54,10 @@ class Subchannel {
   const Endpoint& endpoint() const { return endpoint_; }
   const std::string& address() const { return endpoint_.address; }
   const SocketAddress& socket_address() const { return address_; }
+  // How its connections are secured (null: plaintext), and its key in the
+  // pool. Immutable: any thread.
+  const std::shared_ptr<const UpstreamTls>& tls() const { return tls_; }
+  const std::string& key() const { return key_; }
   // Never reused within the process (Endpoint::index is): a loop that keeps
   // a connection per endpoint index tells by it whether the endpoint at an
   // index is still the one it connected to. Immutable: any thread.
@@ -92,13 +97,16 @@ class Subchannel {
  private:
   friend class SubchannelPool;
   friend class SubchannelRef;
-  Subchannel(SubchannelPool& pool, SocketAddress address, uint32_t index);
+  Subchannel(SubchannelPool& pool, SocketAddress address, std::shared_ptr<const UpstreamTls> tls,
+             std::string key, uint32_t index);
   Task<void> Run();
   Task<void> ConnectOnce();
   void SetState(ConnectivityState raw, Status status);
 
   SubchannelPool& pool_;
   SocketAddress address_;
+  const std::shared_ptr<const UpstreamTls> tls_;
+  const std::string key_;
   Endpoint endpoint_;
   const uint64_t uid_;
   // Read by every pick on any thread: a line of its own, so the control
@@ -144,9 +152,10 @@ class SubchannelRef {
   Subchannel* subchannel_ = nullptr;
 };
 
-// One subchannel per unique address. Lives on the control loop; Shutdown()
-// before destruction. The pool outlives every SubchannelRef to its
-// subchannels (a call holds the pool, by a CallHold, with its subchannel).
+// One subchannel per unique address and security (A29: a cluster whose
+// connections are TLS never shares one with a plaintext cluster). Lives on the control loop;
+// Shutdown() before destruction. The pool outlives every SubchannelRef to its subchannels (a call
+// holds the pool, by a CallHold, with its subchannel).
 class SubchannelPool : public std::enable_shared_from_this<SubchannelPool> {
  public:
   static std::shared_ptr<SubchannelPool> Create(Loop& loop, SubchannelOptions options = {});
@@ -176,11 +185,15 @@ class SubchannelPool : public std::enable_shared_from_this<SubchannelPool> {
     SubchannelPool* pool_ = nullptr;
   };
 
-  // The subchannel for `address` (created IDLE if there is none).
-  SubchannelRef Get(const SocketAddress& address);
-  // The live subchannel for `address` ("10.0.0.1:443", as
-  // SocketAddress::ToString() spells it), or nullptr.
-  const Subchannel* Find(const std::string& address) const;
+  // The subchannel for `address` secured by `tls` (null: plaintext),
+  // created IDLE if there is none.
+  SubchannelRef Get(const SocketAddress& address, std::shared_ptr<const UpstreamTls> tls = nullptr);
+  // A subchannel's key: the address as SocketAddress::ToString() spells it
+  // ("10.0.0.1:443"), then the security's key if any.
+  static std::string KeyOf(std::string address, const UpstreamTls* tls);
+  // The live subchannel of `key` (KeyOf; a plaintext subchannel's is its
+  // address), or nullptr.
+  const Subchannel* Find(const std::string& key) const;
   size_t size() const { return subchannels_.size(); }
   // Changes whenever a subchannel is made or released (and so whenever an
   // address's Endpoint::index may change): what callers derived from Find()
@@ -217,7 +230,7 @@ class SubchannelPool : public std::enable_shared_from_this<SubchannelPool> {
   SubchannelOptions options_;
   size_t call_holds_ = 0;     // CallHolds (control thread)
   bool owners_gone_ = false;  // every shared_ptr let go (control thread)
-  std::map<std::string, std::unique_ptr<Subchannel>> subchannels_;  // by address text
+  std::map<std::string, std::unique_ptr<Subchannel>> subchannels_;  // by KeyOf()
   // Endpoint::index values: the smallest free one is taken, so they stay
   // dense (as many as the pool's largest size).
   std::vector<uint32_t> free_indices_;  // a min-heap
