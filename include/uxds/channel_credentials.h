@@ -24,11 +24,11 @@ namespace uxds {
 // PEM files of a TLS client.
 struct TlsClientFiles {
   // Required: the roots the server's certificate chain must verify against.
-  std::string ca_certificate_file;
+  std::string ca_certificate_file = {};
   // Optional, for mutual TLS: a certificate chain (leaf first) and its key;
   // both or neither.
-  std::string certificate_file;
-  std::string private_key_file;
+  std::string certificate_file = {};
+  std::string private_key_file = {};
 };
 
 struct ChannelCredentials {

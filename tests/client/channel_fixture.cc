@@ -23,6 +23,7 @@ void ChannelFixture::SetUp() {
     server.server_uri = cp_->target();
     bootstrap.xds_servers.push_back(server);
     bootstrap.node.id = kChannelNodeId;
+    if (customize_bootstrap_) customize_bootstrap_(bootstrap);
     XdsClientOptions options;
     options.resource_does_not_exist_timeout = milliseconds(500);
     pool_ = *XdsClientPool::Create(control_->loop(), bootstrap, options);

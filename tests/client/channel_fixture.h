@@ -67,6 +67,8 @@ class ChannelFixture : public ::testing::Test {
   std::unique_ptr<Channel> channel_;
   // ChannelOptions::resolve_host of the channels CreateChannel() makes.
   decltype(ChannelOptions::resolve_host) resolve_host_;
+  // Changes the bootstrap of pool_ (set it in the constructor).
+  std::function<void(Bootstrap&)> customize_bootstrap_;
   // Changes the options of the channels CreateChannel() makes, last.
   std::function<void(ChannelOptions&)> customize_options_;
 

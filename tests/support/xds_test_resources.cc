@@ -10,6 +10,7 @@
 #include "envoy/extensions/load_balancing_policies/ring_hash/v3/ring_hash.pb.h"
 #include "envoy/extensions/load_balancing_policies/round_robin/v3/round_robin.pb.h"
 #include "envoy/extensions/load_balancing_policies/wrr_locality/v3/wrr_locality.pb.h"
+#include "envoy/extensions/transport_sockets/tls/v3/tls.pb.h"
 
 namespace uxds::testing {
 
@@ -19,6 +20,39 @@ ResponseResource ValidCluster(const std::string& name, const std::string& servic
   cluster.set_type(envoy::config::cluster::v3::Cluster::EDS);
   cluster.mutable_eds_cluster_config()->mutable_eds_config()->mutable_ads();
   cluster.mutable_eds_cluster_config()->set_service_name(service_name);
+  return ResponseResource(kCdsType, cluster.SerializeAsString());
+}
+
+ResponseResource SecureCluster(const std::string& name, const std::string& service_name,
+                               const std::string& ca_instance, const std::string& identity_instance,
+                               const std::vector<std::string>& san_matchers) {
+  envoy::config::cluster::v3::Cluster cluster;
+  cluster.set_name(name);
+  cluster.set_type(envoy::config::cluster::v3::Cluster::EDS);
+  cluster.mutable_eds_cluster_config()->mutable_eds_config()->mutable_ads();
+  cluster.mutable_eds_cluster_config()->set_service_name(service_name);
+  envoy::extensions::transport_sockets::tls::v3::UpstreamTlsContext tls;
+  auto* common = tls.mutable_common_tls_context();
+  auto* validation = common->mutable_validation_context();
+  validation->mutable_ca_certificate_provider_instance()->set_instance_name(ca_instance);
+  for (const std::string& matcher : san_matchers) {
+    const size_t colon = matcher.find(':');
+    const std::string kind = matcher.substr(0, colon);
+    const std::string value = matcher.substr(colon + 1);
+    auto* m = validation->add_match_subject_alt_names();
+    if (kind == "exact") m->set_exact(value);
+    if (kind == "prefix") m->set_prefix(value);
+    if (kind == "suffix") m->set_suffix(value);
+    if (kind == "contains") m->set_contains(value);
+  }
+  if (!identity_instance.empty()) {
+    common->mutable_tls_certificate_provider_instance()->set_instance_name(identity_instance);
+  }
+  auto* socket = cluster.mutable_transport_socket();
+  socket->set_name("envoy.transport_sockets.tls");
+  socket->mutable_typed_config()->set_type_url(
+      "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext");
+  socket->mutable_typed_config()->set_value(tls.SerializeAsString());
   return ResponseResource(kCdsType, cluster.SerializeAsString());
 }
 

@@ -27,6 +27,13 @@ struct TestRoute {
 
 // An EDS cluster whose endpoints come from ADS under `service_name`.
 ResponseResource ValidCluster(const std::string& name, const std::string& service_name);
+// A29: the same, its connections secured by an UpstreamTlsContext: roots
+// from certificate provider instance `ca_instance`, the identity from
+// `identity_instance` (none when empty), and the server's SANs matched
+// against `san_matchers` ("exact:localhost", "prefix:spiffe://td/", ...).
+ResponseResource SecureCluster(const std::string& name, const std::string& service_name,
+                               const std::string& ca_instance, const std::string& identity_instance,
+                               const std::vector<std::string>& san_matchers = {});
 // An EDS cluster without eds_cluster_config: NACKed.
 ResponseResource InvalidCluster(const std::string& name);
 // One locality (zone z1, weight 1) with one endpoint ip:port.
