@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "uxds/resources/route_config.h"
+#include "uxds/resources/tls_context.h"
 
 namespace uxds {
 
@@ -86,6 +87,9 @@ struct FilterChain {
   FilterChainMatch filter_chain_match;
   // A36: exactly one network filter, the HttpConnectionManager.
   HttpConnectionManager http_connection_manager;
+  // A29: the chain's transport_socket (none: plaintext, or the server's
+  // fallback credentials).
+  std::optional<DownstreamTlsContext> downstream_tls_context;
   friend bool operator==(const FilterChain&, const FilterChain&) = default;
 };
 

@@ -48,4 +48,19 @@ struct CommonTlsContext {
   friend bool operator==(const CommonTlsContext&, const CommonTlsContext&) = default;
 };
 
+// A29: a server filter chain's DownstreamTlsContext. Its identity instance
+// is always set; when the validation context names a CA instance, client
+// certificates are asked for and verified against it.
+struct DownstreamTlsContext {
+  CommonTlsContext common_tls_context;
+  // A handshake without a (valid) client certificate fails. Decoded only
+  // with a CA instance.
+  bool require_client_certificate = false;
+
+  // CommonTlsContext::ToJson() plus "require_client_certificate":true.
+  std::string ToJson() const;
+
+  friend bool operator==(const DownstreamTlsContext&, const DownstreamTlsContext&) = default;
+};
+
 }  // namespace uxds

@@ -11,6 +11,7 @@
 #include "xds/resources/filter_chain_map.h"
 #include "xds/resources/http_connection_manager_parser.h"
 #include "xds/resources/resource_decoders.h"
+#include "xds/resources/tls_context_parser.h"
 #include "xds/resources/xds_extension.h"
 
 namespace uxds {
@@ -70,7 +71,8 @@ std::optional<FilterChainMatch> ParseFilterChainMatch(const listener_v3::FilterC
   return match;
 }
 
-std::optional<FilterChain> ParseFilterChain(const listener_v3::FilterChain& proto,
+std::optional<FilterChain> ParseFilterChain(const XdsDecodeContext& context,
+                                            const listener_v3::FilterChain& proto,
                                             ValidationErrors& errors) {
   const size_t errors_before = errors.size();
   FilterChain chain;
@@ -102,10 +104,11 @@ std::optional<FilterChain> ParseFilterChain(const listener_v3::FilterChain& prot
     }
   }
   if (proto.has_transport_socket()) {
-    // uxds does not implement xDS-configured TLS (A29): serving plaintext
-    // where the control plane asked for TLS would be worse than a NACK.
+    // A29: the chain's connections are TLS as its DownstreamTlsContext says
+    // (on a server with xDS credentials).
     auto field = errors.Scope(".transport_socket");
-    errors.Add("not supported (xDS-configured TLS)");
+    chain.downstream_tls_context =
+        ParseDownstreamTlsContext(context, proto.transport_socket(), errors);
   }
   if (errors.size() != errors_before) return std::nullopt;
   return chain;
@@ -136,7 +139,8 @@ std::optional<std::string> ParseListenerAddress(const listener_v3::Listener& lis
   return JoinHostPort(socket_address.address(), socket_address.port_value());
 }
 
-StatusOr<ListenerResource> ParseServerListener(const listener_v3::Listener& listener) {
+StatusOr<ListenerResource> ParseServerListener(const XdsDecodeContext& context,
+                                               const listener_v3::Listener& listener) {
   ValidationErrors errors;
   ListenerResource::TcpListener tcp;
   auto address = ParseListenerAddress(listener, errors);
@@ -153,7 +157,7 @@ StatusOr<ListenerResource> ParseServerListener(const listener_v3::Listener& list
   std::vector<int> proto_indices;
   for (int i = 0; i < listener.filter_chains_size(); ++i) {
     auto field = errors.Scope("filter_chains[" + std::to_string(i) + "]");
-    auto chain = ParseFilterChain(listener.filter_chains(i), errors);
+    auto chain = ParseFilterChain(context, listener.filter_chains(i), errors);
     if (!chain.has_value()) continue;
     tcp.filter_chains.push_back(std::move(*chain));
     proto_indices.push_back(i);
@@ -162,7 +166,7 @@ StatusOr<ListenerResource> ParseServerListener(const listener_v3::Listener& list
   {
     auto field = errors.Scope("default_filter_chain");
     if (listener.has_default_filter_chain()) {
-      tcp.default_filter_chain = ParseFilterChain(listener.default_filter_chain(), errors);
+      tcp.default_filter_chain = ParseFilterChain(context, listener.default_filter_chain(), errors);
     } else if (listener.filter_chains_size() == 0) {
       errors.Add("must be set if filter_chains is unset");
     }
@@ -187,7 +191,7 @@ StatusOr<ListenerResource> ParseClientListener(const listener_v3::Listener& list
 
 }  // namespace
 
-DecodedResource<ListenerResource> DecodeListener(const XdsDecodeContext& /*context*/,
+DecodedResource<ListenerResource> DecodeListener(const XdsDecodeContext& context,
                                                  std::string_view serialized) {
   listener_v3::Listener listener;
   if (!ParseProto(serialized, listener)) {
@@ -196,7 +200,7 @@ DecodedResource<ListenerResource> DecodeListener(const XdsDecodeContext& /*conte
   // A listener with an api_listener is a client's (gRPC C++ accepts an
   // address next to it), one with only an address a server's.
   if (listener.has_api_listener()) return {listener.name(), ParseClientListener(listener)};
-  if (listener.has_address()) return {listener.name(), ParseServerListener(listener)};
+  if (listener.has_address()) return {listener.name(), ParseServerListener(context, listener)};
   return {listener.name(), InvalidArgumentError("Listener has neither address nor ApiListener")};
 }
 

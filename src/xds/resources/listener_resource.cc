@@ -1,6 +1,7 @@
 // ListenerResource's JSON summary.
 #include "uxds/resources/listener.h"
 #include "xds/resources/resource_json.h"
+#include "xds/resources/tls_context_parser.h"
 
 namespace uxds {
 namespace {
@@ -29,6 +30,9 @@ ResourceJson FilterChainJson(const FilterChain& chain) {
   if (!chain.name.empty()) json["name"] = chain.name;
   json["filter_chain_match"] = chain.filter_chain_match.ToString();
   json["http_connection_manager"] = HttpConnectionManagerJson(chain.http_connection_manager);
+  if (chain.downstream_tls_context.has_value()) {
+    json["downstream_tls_context"] = DownstreamTlsContextJson(*chain.downstream_tls_context);
+  }
   return json;
 }
 

@@ -174,26 +174,45 @@ CommonTlsContext ParseCommonTlsContext(const XdsDecodeContext& context,
   return tls;
 }
 
+namespace {
+
+// Unpacks a transport_socket's typed_config, which must be a `type`
+// (`name` in the error). The caller scoped `errors` to ".typed_config";
+// `extension` then holds the scope of the value inside, for the caller's
+// errors about the proto's fields.
+template <typename Proto>
+bool UnpackTransportSocket(const envoy::config::core::v3::TransportSocket& socket,
+                           std::string_view type, std::string_view name, XdsExtension& extension,
+                           Proto& proto, ValidationErrors& errors) {
+  // A transport_socket without a config is NACKed, as gRPC does, not read
+  // as plaintext: its name may well say TLS.
+  if (!ExtractXdsExtension(socket.has_typed_config() ? &socket.typed_config() : nullptr, errors,
+                           extension)) {
+    return false;
+  }
+  if (extension.type != type) {
+    auto type_field = errors.Scope(".type_url");
+    errors.Add("unsupported transport socket type");
+    return false;
+  }
+  if (extension.typed_struct.has_value() || !ParseProto(extension.serialized_value, proto)) {
+    errors.Add("can't decode " + std::string(name));
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 std::optional<CommonTlsContext> ParseUpstreamTlsContext(
     const XdsDecodeContext& context, const envoy::config::core::v3::TransportSocket& socket,
     ValidationErrors& errors) {
-  auto field = errors.Scope(".typed_config");
   const size_t errors_before = errors.size();
-  // A transport_socket without a config is NACKed, as gRPC does, not read
-  // as plaintext: its name may well say TLS.
+  auto field = errors.Scope(".typed_config");
   XdsExtension extension;
-  if (!ExtractXdsExtension(socket.has_typed_config() ? &socket.typed_config() : nullptr, errors,
-                           extension)) {
-    return std::nullopt;
-  }
-  if (extension.type != kUpstreamTlsContextType) {
-    auto type_field = errors.Scope(".type_url");
-    errors.Add("unsupported transport socket type");
-    return std::nullopt;
-  }
   tls_v3::UpstreamTlsContext proto;
-  if (extension.typed_struct.has_value() || !ParseProto(extension.serialized_value, proto)) {
-    errors.Add("can't decode UpstreamTlsContext");
+  if (!UnpackTransportSocket(socket, kUpstreamTlsContextType, "UpstreamTlsContext", extension,
+                             proto, errors)) {
     return std::nullopt;
   }
   auto common_field = errors.Scope(".common_tls_context");
@@ -203,6 +222,63 @@ std::optional<CommonTlsContext> ParseUpstreamTlsContext(
     errors.Add("no CA certificate provider instance configured");
   }
   // Ignored, as A29 says: sni, allow_renegotiation, max_session_keys.
+  if (errors.size() != errors_before) return std::nullopt;
+  return tls;
+}
+
+std::optional<DownstreamTlsContext> ParseDownstreamTlsContext(
+    const XdsDecodeContext& context, const envoy::config::core::v3::TransportSocket& socket,
+    ValidationErrors& errors) {
+  const size_t errors_before = errors.size();
+  auto field = errors.Scope(".typed_config");
+  XdsExtension extension;
+  tls_v3::DownstreamTlsContext proto;
+  if (!UnpackTransportSocket(socket, kDownstreamTlsContextType, "DownstreamTlsContext", extension,
+                             proto, errors)) {
+    return std::nullopt;
+  }
+  DownstreamTlsContext tls;
+  tls.require_client_certificate =
+      proto.has_require_client_certificate() && proto.require_client_certificate().value();
+  {
+    auto common_field = errors.Scope(".common_tls_context");
+    tls.common_tls_context = ParseCommonTlsContext(context, proto.common_tls_context(), errors);
+    const CommonTlsContext& common = tls.common_tls_context;
+    const auto& validation = common.certificate_validation_context;
+    // A29: a server always presents a certificate.
+    if (common.tls_certificate_provider_instance.empty()) {
+      errors.Add("TLS configuration provided but no tls_certificate_provider_instance found");
+    }
+    // A29: a validation context (to verify clients with) needs the roots.
+    const bool has_validation_context =
+        proto.common_tls_context().has_validation_context() ||
+        proto.common_tls_context().has_combined_validation_context();
+    if (validation.ca_certificate_provider_instance.empty()) {
+      if (tls.require_client_certificate) {
+        errors.Add(
+            "TLS configuration requires client certificates but no certificate provider "
+            "instance specified for validation");
+      } else if (has_validation_context) {
+        errors.Add("validation context configured but no ca_certificate_provider_instance found");
+      }
+    }
+    // A29 lets a server support SAN matchers or NACK them; a uxds server
+    // does not check client SANs, so it must not accept a config that asks to.
+    if (!validation.match_subject_alt_names.empty()) {
+      errors.Add("match_subject_alt_names not supported on servers");
+    }
+  }
+  // A29: NACKed rather than ignored, which would be less secure than asked.
+  if (proto.has_require_sni() && proto.require_sni().value()) {
+    auto sni_field = errors.Scope(".require_sni");
+    errors.Add("field unsupported");
+  }
+  if (proto.ocsp_staple_policy() != tls_v3::DownstreamTlsContext::LENIENT_STAPLING) {
+    auto ocsp_field = errors.Scope(".ocsp_staple_policy");
+    errors.Add("value must be LENIENT_STAPLING");
+  }
+  // Ignored, as A29 says: session_ticket_keys (and its SDS config),
+  // disable_stateless_session_resumption, session_timeout.
   if (errors.size() != errors_before) return std::nullopt;
   return tls;
 }
@@ -227,6 +303,14 @@ ResourceJson TlsContextJson(const CommonTlsContext& tls) {
   return json;
 }
 
+ResourceJson DownstreamTlsContextJson(const DownstreamTlsContext& tls) {
+  ResourceJson json = TlsContextJson(tls.common_tls_context);
+  if (tls.require_client_certificate) json["require_client_certificate"] = true;
+  return json;
+}
+
 std::string CommonTlsContext::ToJson() const { return TlsContextJson(*this).dump(); }
+
+std::string DownstreamTlsContext::ToJson() const { return DownstreamTlsContextJson(*this).dump(); }
 
 }  // namespace uxds

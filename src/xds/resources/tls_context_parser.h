@@ -35,6 +35,17 @@ std::optional<CommonTlsContext> ParseUpstreamTlsContext(
     const XdsDecodeContext& context, const envoy::config::core::v3::TransportSocket& socket,
     ValidationErrors& errors);
 
+// A server filter chain's transport_socket (the caller scoped `errors` to
+// ".transport_socket"), checked as A29 says: an identity instance is
+// required; require_client_certificate and a validation context each need
+// a CA instance; require_sni and an ocsp_staple_policy other than
+// LENIENT_STAPLING are NACKed, as are SAN matchers (not supported on
+// servers). nullopt on an error.
+std::optional<DownstreamTlsContext> ParseDownstreamTlsContext(
+    const XdsDecodeContext& context, const envoy::config::core::v3::TransportSocket& socket,
+    ValidationErrors& errors);
+
 ResourceJson TlsContextJson(const CommonTlsContext& tls);
+ResourceJson DownstreamTlsContextJson(const DownstreamTlsContext& tls);
 
 }  // namespace uxds
