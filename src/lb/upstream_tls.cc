@@ -11,23 +11,17 @@ std::shared_ptr<const UpstreamTls> UpstreamTls::FromXds(const Bootstrap& bootstr
                                                         const CommonTlsContext& config) {
   auto tls = std::shared_ptr<UpstreamTls>(new UpstreamTls());
   tls->key_ = "xds:" + config.ToJson();
-  auto instance = [&](const CommonTlsContext::CertificateProviderPluginInstance& named) {
-    Instance found;
-    found.name = named.instance_name;
-    found.provider = CertificateProviderFor(bootstrap, named.instance_name);
-    if (!found.provider.ok()) {
-      found.provider = Status(StatusCode::kUnavailable, found.provider.status().message());
-    }
-    return found;
-  };
-  tls->roots_ = instance(config.certificate_validation_context.ca_certificate_provider_instance);
+  tls->roots_.emplace(
+      bootstrap,
+      config.certificate_validation_context.ca_certificate_provider_instance.instance_name);
   if (!config.tls_certificate_provider_instance.empty()) {
-    tls->identity_ = instance(config.tls_certificate_provider_instance);
+    tls->identity_.emplace(bootstrap, config.tls_certificate_provider_instance.instance_name);
   }
   // Error texts about the material name the instances, not files.
-  tls->config_.ca_certificate_file = "(certificate provider instance " + tls->roots_.name + ")";
+  tls->config_.ca_certificate_file = "(certificate provider instance " + tls->roots_->name() + ")";
   if (tls->identity_.has_value()) {
-    tls->config_.certificate_file = "(certificate provider instance " + tls->identity_->name + ")";
+    tls->config_.certificate_file =
+        "(certificate provider instance " + tls->identity_->name() + ")";
     tls->config_.private_key_file = tls->config_.certificate_file;
   }
   // A29: the SAN matchers replace the host name check (none: any server
@@ -47,21 +41,6 @@ std::shared_ptr<const UpstreamTls> UpstreamTls::Fixed(std::shared_ptr<TlsClientC
   tls->server_name_ = std::move(server_name);
   tls->fixed_ = std::move(context);
   return tls;
-}
-
-Task<StatusOr<std::shared_ptr<const CertificateMaterial>>> UpstreamTls::MaterialOf(
-    Loop& loop, const Instance& instance) const {
-  if (!instance.provider.ok()) co_return instance.provider.status();
-  FileWatcherCertificateProvider& provider = **instance.provider;
-  const Status waited = co_await provider.WaitForFirstRead(loop);
-  if (!waited.ok()) co_return waited;
-  std::shared_ptr<const CertificateMaterial> material = provider.Current();
-  if (material != nullptr) co_return material;
-  // A29: no good read yet (a file missing or bad): nothing to connect
-  // with. The provider logged why; ask it to look again now.
-  provider.RefreshNow();
-  co_return UnavailableError("certificate provider instance \"" + instance.name +
-                             "\" has no certificates: " + provider.last_error().message());
 }
 
 StatusOr<std::shared_ptr<TlsClientContext>> UpstreamTls::ContextFrom(
@@ -85,19 +64,18 @@ Task<Status> UpstreamTls::Secure(Loop& loop, http2::ClientConnectionOptions& opt
     options.tls = fixed_;
     co_return OkStatus();
   }
-  StatusOr<std::shared_ptr<const CertificateMaterial>> roots = co_await MaterialOf(loop, roots_);
+  StatusOr<std::shared_ptr<const CertificateMaterial>> roots = co_await roots_->Material(loop);
   if (!roots.ok()) co_return roots.status();
   if ((*roots)->roots.empty()) {
-    co_return UnavailableError("certificate provider instance \"" + roots_.name +
+    co_return UnavailableError("certificate provider instance \"" + roots_->name() +
                                "\" has no CA certificates");
   }
   std::shared_ptr<const CertificateMaterial> identity;
   if (identity_.has_value()) {
-    StatusOr<std::shared_ptr<const CertificateMaterial>> read =
-        co_await MaterialOf(loop, *identity_);
+    StatusOr<std::shared_ptr<const CertificateMaterial>> read = co_await identity_->Material(loop);
     if (!read.ok()) co_return read.status();
     if ((*read)->identity_chain.empty()) {
-      co_return UnavailableError("certificate provider instance \"" + identity_->name +
+      co_return UnavailableError("certificate provider instance \"" + identity_->name() +
                                  "\" has no identity certificate");
     }
     identity = *std::move(read);

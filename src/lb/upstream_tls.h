@@ -23,6 +23,7 @@
 #include "uxds/resources/tls_context.h"
 #include "uxds/status.h"
 #include "uxds/task.h"
+#include "xds/certificate_providers.h"
 
 namespace uxds {
 
@@ -54,15 +55,7 @@ class UpstreamTls {
   UpstreamTls& operator=(const UpstreamTls&) = delete;
 
  private:
-  // One provider instance a CommonTlsContext names.
-  struct Instance {
-    std::string name;
-    StatusOr<std::shared_ptr<FileWatcherCertificateProvider>> provider =
-        UnavailableError("no provider");
-  };
   UpstreamTls() = default;
-  Task<StatusOr<std::shared_ptr<const CertificateMaterial>>> MaterialOf(
-      Loop& loop, const Instance& instance) const;
   StatusOr<std::shared_ptr<TlsClientContext>> ContextFrom(
       std::shared_ptr<const CertificateMaterial> roots,
       std::shared_ptr<const CertificateMaterial> identity) const;
@@ -72,8 +65,8 @@ class UpstreamTls {
   // Fixed(): the context; FromXds(): null.
   std::shared_ptr<TlsClientContext> fixed_;
   // FromXds(): the roots' instance, and the identity's when one is named.
-  Instance roots_;
-  std::optional<Instance> identity_;
+  std::optional<CertificateInstance> roots_;
+  std::optional<CertificateInstance> identity_;
   TlsClientConfig config_;  // FromXds(): ALPN and the SAN check
   // The newest context built, and what it was built from; any loop.
   mutable std::mutex mu_;

@@ -83,7 +83,7 @@ std::optional<std::chrono::milliseconds> ParseRefreshInterval(const std::string*
       std::string_view field = errors.CurrentField();
       if (!field.empty() && field.front() == '.') field.remove_prefix(1);
       Log(LogSeverity::kWarning, std::string(field) + " \"" + *text +
-                                  "\" is below the minimum of 1s: the files are read every 1s");
+                                     "\" is below the minimum of 1s: the files are read every 1s");
     }
     return std::chrono::duration_cast<std::chrono::milliseconds>(kMinRefreshInterval);
   }
@@ -155,6 +155,26 @@ StatusOr<std::shared_ptr<FileWatcherCertificateProvider>> CertificateProviderFor
   }
   if (!errors.ok()) return errors.ToStatus("errors validating bootstrap");
   return FileWatcherCertificateProvider::Shared(config);
+}
+
+CertificateInstance::CertificateInstance(const Bootstrap& bootstrap, std::string name)
+    : name_(std::move(name)), provider_(CertificateProviderFor(bootstrap, name_)) {
+  if (!provider_.ok()) provider_ = Status(StatusCode::kUnavailable, provider_.status().message());
+}
+
+Task<StatusOr<std::shared_ptr<const CertificateMaterial>>> CertificateInstance::Material(
+    Loop& loop) const {
+  if (!provider_.ok()) co_return provider_.status();
+  FileWatcherCertificateProvider& provider = **provider_;
+  const Status waited = co_await provider.WaitForFirstRead(loop);
+  if (!waited.ok()) co_return waited;
+  std::shared_ptr<const CertificateMaterial> material = provider.Current();
+  if (material != nullptr) co_return material;
+  // A29: no good read yet (a file missing or bad): nothing to secure a
+  // connection with. The provider logged why; ask it to look again now.
+  provider.RefreshNow();
+  co_return UnavailableError("certificate provider instance \"" + name_ +
+                             "\" has no certificates: " + provider.last_error().message());
 }
 
 }  // namespace uxds

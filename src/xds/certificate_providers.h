@@ -11,6 +11,8 @@
 #include "tls/certificate_provider.h"
 #include "uxds/bootstrap.h"
 #include "uxds/log.h"
+#include "uxds/loop.h"
+#include "uxds/task.h"
 #include "xds/validation_errors.h"
 
 namespace uxds {
@@ -52,5 +54,26 @@ void CheckCertificateProvider(const CertificateProviderConfig& provider, Validat
 // the bootstrap has no such instance (A29: the resource is NACKed).
 StatusOr<std::shared_ptr<FileWatcherCertificateProvider>> CertificateProviderFor(
     const Bootstrap& bootstrap, std::string_view instance_name);
+
+// One instance that xDS security config names, as a connection's handshake
+// reads it (A29: the roots or the identity of a channel's or a server's
+// connections). Immutable once made: any thread.
+class CertificateInstance {
+ public:
+  // An instance the bootstrap lacks (the decoders NACK such resources, so
+  // only a bootstrap built in code can) fails every Material().
+  CertificateInstance(const Bootstrap& bootstrap, std::string name);
+
+  const std::string& name() const { return name_; }
+
+  // On `loop`: waits for the provider's first read of its files, then its
+  // newest good material; UNAVAILABLE naming the instance when it has none
+  // (it is then asked to read its files again now).
+  Task<StatusOr<std::shared_ptr<const CertificateMaterial>>> Material(Loop& loop) const;
+
+ private:
+  std::string name_;
+  StatusOr<std::shared_ptr<FileWatcherCertificateProvider>> provider_;
+};
 
 }  // namespace uxds
