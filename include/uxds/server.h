@@ -53,6 +53,7 @@
 #include <string_view>
 
 #include "uxds/loop.h"
+#include "uxds/server_credentials.h"
 #include "uxds/service_registry.h"
 #include "uxds/status.h"
 #include "uxds/task.h"
@@ -80,6 +81,10 @@ struct XdsServerOptions {
 
   // Required: where the server's XdsClient comes from (key "#server").
   std::shared_ptr<XdsClientPool> xds_client_pool;
+  // How accepted connections are secured (see server_credentials.h):
+  // plaintext unless set; ServerCredentials::Xds(fallback) lets each filter
+  // chain's xDS security config (A29) decide.
+  ServerCredentials credentials;
   // The "drain grace time": how long calls on a connection being drained
   // (after a Listener update, or on "not serving") may still run.
   std::chrono::milliseconds drain_grace_time = kDefaultDrainGraceTime;

@@ -31,6 +31,12 @@
 
 namespace uxds::http2 {
 
+// The server side of a TLS handshake on `transport`, bounded by
+// `handshake_timeout`, and the ALPN check gRPC needs ("h2" or none).
+Task<StatusOr<std::unique_ptr<ByteStream>>> AcceptTls(std::unique_ptr<ByteStream> transport,
+                                                      std::shared_ptr<TlsServerContext> context,
+                                                      std::chrono::milliseconds handshake_timeout);
+
 class Server {
  public:
   // Binds and listens (port 0 picks a free port). `share_port`: with

@@ -186,11 +186,16 @@ std::shared_ptr<const ServingConfig> ServerConfigWatcher::BuildConfig(
     }
     return MakeRoutedRegistry(registry_, std::move(table));
   };
+  auto tls_for = [this](const FilterChain& chain) -> std::shared_ptr<const DownstreamTls> {
+    return callbacks_.tls_for ? callbacks_.tls_for(chain) : nullptr;
+  };
   for (const FilterChain& chain : tcp.filter_chains) {
     config->chain_registries.push_back(registry_for(chain));
+    config->chain_tls.push_back(tls_for(chain));
   }
   if (tcp.default_filter_chain.has_value()) {
     config->default_chain_registry = registry_for(*tcp.default_filter_chain);
+    config->default_chain_tls = tls_for(*tcp.default_filter_chain);
   }
   return config;
 }

@@ -44,6 +44,9 @@ class ServerConfigWatcher {
         update_routes;
     // Stop serving (drain what is open, accept and close the rest).
     std::function<void(Status reason)> not_serving;
+    // A29: how a chain's connections are secured (null, or none set:
+    // plaintext).
+    std::function<std::shared_ptr<const DownstreamTls>(const FilterChain& chain)> tls_for;
   };
 
   // Starts the Listener watch.

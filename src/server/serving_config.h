@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "http2/service_registry.h"
+#include "server/downstream_tls.h"
 #include "server/filter_chain_matcher.h"
 #include "uxds/resources/listener.h"
 
@@ -22,17 +23,32 @@ struct ServingConfig {
   std::vector<std::shared_ptr<const http2::ServiceRegistry>> chain_registries;
   // For default_filter_chain; null without one.
   std::shared_ptr<const http2::ServiceRegistry> default_chain_registry;
+  // A29: how each chain's connections are secured (null: plaintext), in
+  // the same order; and the default chain's.
+  std::vector<std::shared_ptr<const DownstreamTls>> chain_tls;
+  std::shared_ptr<const DownstreamTls> default_chain_tls;
 
   const ListenerResource::TcpListener& tcp_listener() const {
     return std::get<ListenerResource::TcpListener>(listener->listener);
   }
-  // The registry of a chain Select() returned.
+  // The registry and the security of a chain Select() returned.
   std::shared_ptr<const http2::ServiceRegistry> RegistryFor(const FilterChain& chain) const {
+    const std::optional<size_t> index = IndexOf(chain);
+    return index.has_value() ? chain_registries[*index] : default_chain_registry;
+  }
+  std::shared_ptr<const DownstreamTls> TlsFor(const FilterChain& chain) const {
+    const std::optional<size_t> index = IndexOf(chain);
+    return index.has_value() ? chain_tls[*index] : default_chain_tls;
+  }
+
+ private:
+  // Its place in filter_chains; nullopt for the default chain.
+  std::optional<size_t> IndexOf(const FilterChain& chain) const {
     const ListenerResource::TcpListener& tcp = tcp_listener();
     if (tcp.default_filter_chain.has_value() && &chain == &*tcp.default_filter_chain) {
-      return default_chain_registry;
+      return std::nullopt;
     }
-    return chain_registries[static_cast<size_t>(&chain - tcp.filter_chains.data())];
+    return static_cast<size_t>(&chain - tcp.filter_chains.data());
   }
 };
 

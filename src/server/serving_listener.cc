@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "http2/server.h"
+
 namespace uxds::server {
 
 namespace {
@@ -101,6 +103,7 @@ Task<void> ServingListener::BindAndAccept() {
       continue;
     }
     std::shared_ptr<const http2::ServiceRegistry> registry;
+    std::shared_ptr<const DownstreamTls> tls;
     http2::detail::ConnectionQuota& quota = *options_.connection_options.shared_connection_quota;
     // Connections draining after a Listener update do not count: A36 "Draining
     // must not cause the server to spuriously fail RPCs or connections", and
@@ -113,8 +116,11 @@ Task<void> ServingListener::BindAndAccept() {
     }
     if (counted) {
       const ConnectionAddresses addresses{(*socket)->local_address(), (*socket)->peer_address()};
+      // A29: the chain, and so the security, is chosen before the
+      // handshake.
       if (const FilterChain* chain = config_->matcher->Select(addresses)) {
         registry = config_->RegistryFor(*chain);
+        tls = config_->TlsFor(*chain);
       }
     }
     if (registry == nullptr) {
@@ -126,12 +132,14 @@ Task<void> ServingListener::BindAndAccept() {
     }
     accept_pause_.Accepted();
     ++serving_;
-    connections_.Spawn(ServeConnection(*std::move(socket), std::move(registry), generation_));
+    connections_.Spawn(
+        ServeConnection(*std::move(socket), std::move(registry), std::move(tls), generation_));
   }
 }
 
 Task<void> ServingListener::ServeConnection(std::unique_ptr<TcpSocket> socket,
                                             std::shared_ptr<const http2::ServiceRegistry> registry,
+                                            std::shared_ptr<const DownstreamTls> tls,
                                             uint64_t generation) {
   struct Served {
     ServingListener& listener;
@@ -145,8 +153,20 @@ Task<void> ServingListener::ServeConnection(std::unique_ptr<TcpSocket> socket,
       listener.accept_pause_.ConnectionEnded();
     }
   } served{*this, generation};
+  std::unique_ptr<ByteStream> transport = std::move(socket);
+  if (tls != nullptr) {
+    // A29: the context of the chain's newest certificates; connections
+    // already open keep theirs. A chain with no usable certificates, or a
+    // failed handshake, closes the connection.
+    StatusOr<std::shared_ptr<TlsServerContext>> context = co_await tls->Context(loop_);
+    if (!context.ok()) co_return;
+    StatusOr<std::unique_ptr<ByteStream>> secured = co_await http2::AcceptTls(
+        std::move(transport), *std::move(context), options_.connection_options.handshake_timeout);
+    if (!secured.ok()) co_return;
+    transport = *std::move(secured);
+  }
   std::unique_ptr<http2::ServerConnection> connection = http2::ServerConnection::Create(
-      loop_, std::move(socket), std::move(registry), options_.connection_options);
+      loop_, std::move(transport), std::move(registry), options_.connection_options);
   live_.emplace(connection.get(), generation);
   if (shutdown_grace_) {
     connection->Drain(*shutdown_grace_);

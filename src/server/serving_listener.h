@@ -74,7 +74,7 @@ class ServingListener {
   Task<void> BindAndAccept();
   Task<void> ServeConnection(std::unique_ptr<TcpSocket> socket,
                              std::shared_ptr<const http2::ServiceRegistry> registry,
-                             uint64_t generation);
+                             std::shared_ptr<const DownstreamTls> tls, uint64_t generation);
   // Drains every connection accepted under a generation before `generation_`.
   void DrainOlderConnections();
   // The one teardown, in ShutdownOnce's task (never cancelled).

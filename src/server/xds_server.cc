@@ -65,6 +65,10 @@ struct XdsServer::Impl {
   // Control thread; shared with what the serving loop posts back.
   std::shared_ptr<server::ServingStatusReporter> reporter;
   std::unique_ptr<server::ServerConfigWatcher> watcher;
+  // A29: whether chains' xDS security config applies (xDS credentials),
+  // and how the chains without one are secured (null: plaintext).
+  bool xds_security = false;
+  std::shared_ptr<const server::DownstreamTls> fallback_tls;
   bool started = false;
   // Last: destroyed first, it checks that no teardown is still running.
   ShutdownOnce shutdown;
@@ -88,6 +92,10 @@ StatusOr<std::unique_ptr<XdsServer>> XdsServer::Create(
     return InvalidArgumentError("listening address \"" + std::string(listening_address) +
                                 "\": an xDS-enabled server needs a fixed port, not 0");
   }
+  bool xds_security = false;
+  StatusOr<std::shared_ptr<const server::DownstreamTls>> fallback_tls =
+      server::FallbackTlsOf(options.credentials, xds_security);
+  if (!fallback_tls.ok()) return fallback_tls.status();
   const std::string canonical = address->ToString();
   StatusOr<std::string> listener_name =
       options.xds_client_pool->bootstrap().ServerListenerResourceName(canonical);
@@ -112,6 +120,8 @@ StatusOr<std::unique_ptr<XdsServer>> XdsServer::Create(
   impl->options = std::move(options);
   impl->client = *std::move(client);
   impl->serving = *std::move(serving);
+  impl->xds_security = xds_security;
+  impl->fallback_tls = *std::move(fallback_tls);
   impl->reporter = std::make_shared<server::ServingStatusReporter>(
       impl->listening_address, impl->options.serving_status, loop_count);
   server::ServingListenerOptions listener_options;
@@ -190,6 +200,14 @@ void XdsServer::Start() {
     OnEveryLoop(
         loops, [listeners](size_t i) { listeners[i]->StopServing(); },
         [report_config_status, reason] { report_config_status(reason); });
+  };
+  // A29: only xDS credentials let the control plane secure a chain.
+  callbacks.tls_for =
+      [xds_security = impl.xds_security, fallback = impl.fallback_tls,
+       pool = impl.options.xds_client_pool](
+          const FilterChain& chain) -> std::shared_ptr<const server::DownstreamTls> {
+    if (!xds_security || !chain.downstream_tls_context.has_value()) return fallback;
+    return server::DownstreamTls::FromXds(pool->bootstrap(), *chain.downstream_tls_context);
   };
   impl.watcher = std::make_unique<server::ServerConfigWatcher>(*impl.client, impl.listener_name,
                                                                impl.listening_address,

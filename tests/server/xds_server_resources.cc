@@ -4,6 +4,7 @@
 #include "envoy/config/route/v3/route.pb.h"
 #include "envoy/extensions/filters/http/router/v3/router.pb.h"
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
+#include "envoy/extensions/transport_sockets/tls/v3/tls.pb.h"
 #include "support/xds_test_resources.h"
 
 namespace uxds::testing {
@@ -64,6 +65,19 @@ void FillChain(envoy::config::listener::v3::FilterChain& out, const ServerChain&
   auto* filter = out.add_filters();
   filter->set_name("hcm");
   filter->mutable_typed_config()->PackFrom(hcm);
+  if (!chain.tls_identity.empty()) {
+    envoy::extensions::transport_sockets::tls::v3::DownstreamTlsContext tls;
+    auto* common = tls.mutable_common_tls_context();
+    common->mutable_tls_certificate_provider_instance()->set_instance_name(chain.tls_identity);
+    if (!chain.tls_ca.empty()) {
+      common->mutable_validation_context()
+          ->mutable_ca_certificate_provider_instance()
+          ->set_instance_name(chain.tls_ca);
+    }
+    if (chain.require_client_certificate) tls.mutable_require_client_certificate()->set_value(true);
+    out.mutable_transport_socket()->set_name("envoy.transport_sockets.tls");
+    out.mutable_transport_socket()->mutable_typed_config()->PackFrom(tls);
+  }
 }
 
 }  // namespace

@@ -31,6 +31,11 @@ struct ServerChain {
   // Routes over RDS when set, else inline `routes`.
   std::string rds_name;
   ServerRoutes routes;
+  // A29: a DownstreamTlsContext when tls_identity names a certificate
+  // provider instance; tls_ca (if set) verifies client certificates.
+  std::string tls_identity = {};
+  std::string tls_ca = {};
+  bool require_client_certificate = false;
 };
 
 // Spec helpers (designated initializers that leave fields out trip

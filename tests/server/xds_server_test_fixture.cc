@@ -131,6 +131,7 @@ void XdsServerTest::StartServer(const std::string& listening_address, XdsServerO
     bootstrap.xds_servers.push_back(server);
     bootstrap.node.id = "xds-server-test";
     bootstrap.server_listener_resource_name_template = kTemplate;
+    if (customize_bootstrap_) customize_bootstrap_(bootstrap);
     XdsClientOptions client_options;
     client_options.resource_does_not_exist_timeout = milliseconds(500);
     auto pool = XdsClientPool::Create(control_->loop(), bootstrap, client_options);
@@ -199,12 +200,16 @@ std::optional<Status> XdsServerTest::WaitForStatus(std::function<bool(const Stat
 }
 
 StatusOr<std::string> XdsServerTest::Call(const std::string& ip, const std::string& method) {
+  return Call(ip, method, http2::ClientConnectionOptions());
+}
+
+StatusOr<std::string> XdsServerTest::Call(const std::string& ip, const std::string& method,
+                                          http2::ClientConnectionOptions options) {
   auto address = SocketAddress::FromIpAndPort(ip, port_);
   if (!address.ok()) return address.status();
-  auto call = [](Loop& loop, SocketAddress address,
-                 std::string method) -> Task<StatusOr<std::string>> {
-    http2::ClientConnectionOptions options;
-    options.connect_timeout = milliseconds(5000);
+  options.connect_timeout = milliseconds(5000);
+  auto call = [](Loop& loop, SocketAddress address, std::string method,
+                 http2::ClientConnectionOptions options) -> Task<StatusOr<std::string>> {
     auto connection = co_await http2::ClientConnection::Connect(loop, address, options);
     if (!connection.ok()) co_return connection.status();
     StatusOr<std::string> reply = co_await http2::UnaryCall(
@@ -212,7 +217,7 @@ StatusOr<std::string> XdsServerTest::Call(const std::string& ip, const std::stri
     co_await (*connection)->Close();
     co_return reply;
   };
-  return client_loop_->BlockOn(call(*client_loop_, *address, method));
+  return client_loop_->BlockOn(call(*client_loop_, *address, method, std::move(options)));
 }
 
 ConnectionProbe XdsServerTest::Probe(const std::string& ip, uint16_t port,

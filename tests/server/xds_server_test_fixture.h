@@ -76,8 +76,10 @@ class XdsServerTest : public ::testing::Test {
   }
 
   // One unary call on a new connection to ip:port (what the fallback
-  // handler answers: the method name).
+  // handler answers: the method name), made with `options` (TLS).
   StatusOr<std::string> Call(const std::string& ip, const std::string& method);
+  StatusOr<std::string> Call(const std::string& ip, const std::string& method,
+                             http2::ClientConnectionOptions options);
   // Connects (from `source_port` if set), sends nothing, and reads for up
   // to `wait`.
   static ConnectionProbe Probe(const std::string& ip, uint16_t port,
@@ -99,6 +101,8 @@ class XdsServerTest : public ::testing::Test {
   uint16_t port_ = 0;
   std::shared_ptr<XdsClientPool> pool_;
   std::unique_ptr<XdsServer> server_;
+  // Changes the bootstrap of the pool StartServer() makes.
+  std::function<void(Bootstrap&)> customize_bootstrap_;
 
   // The serving loops of the server StartServer() made.
   size_t serving_loops_ = 1;
