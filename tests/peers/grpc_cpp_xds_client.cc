@@ -4,12 +4,15 @@
 // with uxds: gRPC C++ links OpenSSL, uxds links BoringSSL.
 //
 //   grpc_cpp_xds_client [--calls N] [--concurrency C] [--deadline-ms D]
-//                       [--response-size B] TARGET
+//                       [--response-size B] [--xds-creds] TARGET
 //
 // TARGET is what gRPC takes, e.g. xds:///name, whose bootstrap gRPC reads
 // from $GRPC_XDS_BOOTSTRAP (or $GRPC_XDS_BOOTSTRAP_CONFIG) itself. Debian's
 // libgrpc (which libgrpc++ links) registers the xds resolver, so nothing but
-// libgrpc++ is needed. Data-plane credentials are insecure, like `uxds call`.
+// libgrpc++ is needed. Data-plane credentials are insecure, like `uxds call`;
+// with --xds-creds they are gRPC's XdsCredentials over an insecure fallback
+// (A29: a Cluster's UpstreamTlsContext makes its connections TLS, with the
+// certificate providers of the bootstrap).
 //
 // Keeps C calls in flight with the callback API (gRPC C++'s fastest client
 // path, so the bench compares against gRPC at its best): each call's
@@ -58,6 +61,7 @@ struct Options {
   int64_t concurrency = 1;
   int64_t deadline_ms = 5000;
   int64_t response_size = 0;  // 0: an empty request, the bytes `uxds call` sends
+  bool xds_creds = false;
 };
 
 // The names uxds (and gRPC's docs) print, so by_status matches `uxds call`.
@@ -245,7 +249,7 @@ class Run {
 int Usage(const char* program) {
   std::fprintf(stderr,
                "usage: %s [--calls N] [--concurrency C] [--deadline-ms D] [--response-size B] "
-               "TARGET\n",
+               "[--xds-creds] TARGET\n",
                program);
   return 2;
 }
@@ -277,6 +281,9 @@ int main(int argc, char** argv) {
       number = &options.deadline_ms, max = 86'400'000;
     } else if (std::strcmp(arg, "--response-size") == 0) {
       number = &options.response_size, min = 0, max = 1 << 30;
+    } else if (std::strcmp(arg, "--xds-creds") == 0) {
+      options.xds_creds = true;
+      continue;
     } else if (arg[0] == '-' || !options.target.empty()) {
       return Usage(argv[0]);
     } else {
@@ -287,8 +294,9 @@ int main(int argc, char** argv) {
   }
   if (options.target.empty()) return Usage(argv[0]);
 
-  std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateChannel(options.target, grpc::InsecureChannelCredentials());
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (options.xds_creds) credentials = grpc::XdsCredentials(credentials);
+  std::shared_ptr<grpc::Channel> channel = grpc::CreateChannel(options.target, credentials);
   std::unique_ptr<TestService::Stub> stub = TestService::NewStub(channel);
   bool all_ok = false;
   {

@@ -12,7 +12,10 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 #include "support/test_support.h"
+#include "support/xds_test_resources.h"
 #include "tls/tls_context.h"
 #include "xds_server_test_fixture.h"
 
@@ -227,6 +230,49 @@ TEST_F(XdsServerTlsTest, ANewCertificateAppliesToNewConnectionsAndKeepsOpenOnes)
   };
   StatusOr<std::string> reply = client_loop_->BlockOn(call_on_old(old_connection->get()));
   EXPECT_TRUE(reply.ok()) << reply.status().ToString();
+}
+
+// Interop (A29): gRPC C++ 1.51's xDS client, with XdsCredentials, calls a
+// uxds xDS-enabled server over mutual TLS that only xDS configured: the
+// Cluster's UpstreamTlsContext on gRPC's side, the filter chain's
+// DownstreamTlsContext on ours, both from the same control plane. The
+// server requires a client certificate, so a call that succeeds went over
+// mutual TLS. Skipped in builds without the gRPC C++ peers.
+TEST_F(XdsServerTlsTest, GrpcCppXdsCredentialsCallAUxdsServerOverMutualTls) {
+  const std::string binary = BuildRoot() + "/tests/peers/grpc_cpp_xds_client";
+  if (access(binary.c_str(), X_OK) != 0) GTEST_SKIP() << "no gRPC C++ peer in this build";
+  const std::string address = "127.0.0.1:" + std::to_string(port_);
+  XdsServerOptions options;
+  options.credentials = ServerCredentials::Xds(ServerCredentials::Insecure());
+  StartServer(address, std::move(options));
+  const ServerListenerSpec server_listener =
+      Listener(ListenerNameFor(address), "127.0.0.1", port_, {TlsChain("ca", true)});
+  ASSERT_TRUE(cp_->SetResources(kLdsType,
+                                {{server_listener.name, ServerListener(server_listener)},
+                                 {"svc", ApiListenerWithRoutes("svc", "svc", {{"", "c"}})}},
+                                "1"));
+  ASSERT_TRUE(cp_->SetResources(
+      kCdsType, {{"c", SecureCluster("c", "s", "ca", "client", {"exact:localhost"})}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(kEdsType, {{"s", EndpointsAt("s", {address})}}, "1"));
+  ASSERT_TRUE(WaitForServing().has_value());
+  const std::string bootstrap = dir_.File("grpc_bootstrap.json");
+  WriteFile(bootstrap,
+            R"({"xds_servers":[{"server_uri":")" + cp_->target() +
+                R"(","channel_creds":[{"type":"insecure"}],"server_features":["xds_v3"]}],)"
+                R"("node":{"id":"grpc-cpp-client"},"certificate_providers":{)"
+                R"("ca":{"plugin_name":"file_watcher","config":{"ca_certificate_file":")" +
+                certs_.ca_cert +
+                R"("}},)"
+                R"("client":{"plugin_name":"file_watcher","config":{"certificate_file":")" +
+                certs_.client_cert + R"(","private_key_file":")" + certs_.client_key + R"("}}}})");
+  Subprocess client = Subprocess::Start(
+      {binary, "--calls", "5", "--deadline-ms", "20000", "--xds-creds", "xds:///svc"},
+      {{"GRPC_XDS_BOOTSTRAP", bootstrap}, {"GRPC_XDS_EXPERIMENTAL_SECURITY_SUPPORT", "true"}});
+  std::optional<std::string> summary = client.WaitForLine("{\"summary\"", std::chrono::seconds(60));
+  const int exit_code = client.Wait(std::chrono::seconds(30));
+  ASSERT_TRUE(summary.has_value()) << "gRPC C++ client printed no summary";
+  EXPECT_EQ(exit_code, 0) << *summary;
+  EXPECT_NE(summary->find("\"ok\":5"), std::string::npos) << *summary;
 }
 
 }  // namespace
