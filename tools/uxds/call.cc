@@ -71,6 +71,8 @@ struct CallArgs {
   bool summary_only = false;
   // Loops making calls (the channel's and loops - 1 more); 0: one per CPU.
   int64_t loops = 0;
+  // A29: the clusters' xDS security config secures the connections.
+  bool xds_creds = false;
 };
 
 // What the calls did, summed up as they end (constant memory in -n).
@@ -263,6 +265,9 @@ class SignalWatcher {
 Task<StatusOr<json>> RunCalls(Loop& loop, const CallArgs& args, std::optional<Bootstrap> bootstrap,
                               const sigset_t* signals) {
   ChannelOptions channel_options;
+  if (args.xds_creds) {
+    channel_options.credentials = ChannelCredentials::Xds(ChannelCredentials::Insecure());
+  }
   if (bootstrap.has_value()) {
     XdsClientOptions client_options;
     client_options.user_agent_name = "uxds call";
@@ -463,6 +468,9 @@ int RunCall(const std::vector<std::string>& args) {
                "a call with no usable endpoint waits for one (within its deadline)");
   app.add_flag("--summary-only", call.summary_only,
                "print the summary line alone, no line per call");
+  app.add_flag("--xds-creds", call.xds_creds,
+               "xDS credentials (A29): a cluster's UpstreamTlsContext makes its connections\n"
+               "TLS; clusters without one are plaintext");
   app.add_option("--loops", call.loops,
                  "loops making calls, each on its own thread and connections (0: one per CPU)")
       ->check(CLI::Range(int64_t{0}, int64_t{1024}))

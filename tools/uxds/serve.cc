@@ -98,6 +98,7 @@ int RunServe(const std::vector<std::string>& args) {
   int64_t max_connections = static_cast<int64_t>(XdsServerOptions{}.max_connections);
   int64_t request_memory_mib = static_cast<int64_t>(kDefaultRequestMemoryBudget >> 20);
   int64_t loops = 0;
+  bool xds_creds = false;
   CLI::App app{
       "An xDS-enabled server (A36): grpc.testing.TestService, grpc.health.v1.Health and\n"
       "CSDS; one JSON line per serving-status change on stdout. Runs until SIGINT or\n"
@@ -143,6 +144,9 @@ int RunServe(const std::vector<std::string>& args) {
                  "loops serving connections, each on its own thread and socket (0: one per CPU)")
       ->check(CLI::Range(int64_t{0}, int64_t{1024}))
       ->capture_default_str();
+  app.add_flag("--xds-creds", xds_creds,
+               "xDS credentials (A29): a filter chain's DownstreamTlsContext makes the\n"
+               "connections it accepts TLS; chains without one are plaintext");
   if (auto exit_code = ParseCommandLine(app, args)) return *exit_code;
   if (hostname.empty()) hostname = LocalHostname();
   StatusOr<Bootstrap> bootstrap = Bootstrap::FromFile(bootstrap_file);
@@ -179,6 +183,7 @@ int RunServe(const std::vector<std::string>& args) {
     pool->RegisterCsdsService(*registry);
     XdsServerOptions options;
     options.xds_client_pool = pool;
+    if (xds_creds) options.credentials = ServerCredentials::Xds(ServerCredentials::Insecure());
     options.max_connection_idle = std::chrono::milliseconds(max_connection_idle_ms);
     options.max_connection_age = std::chrono::milliseconds(max_connection_age_ms);
     options.max_connection_age_grace = max_connection_age_grace_ms == 0
