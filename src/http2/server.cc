@@ -4,20 +4,16 @@
 
 namespace uxds::http2 {
 
-Task<StatusOr<std::unique_ptr<ByteStream>>> AcceptTls(std::unique_ptr<ByteStream> transport,
-                                                      std::shared_ptr<TlsServerContext> context,
-                                                      std::chrono::milliseconds handshake_timeout) {
-  StatusOr<std::unique_ptr<TlsStream>> tls =
-      co_await TlsStream::Accept(std::move(transport), std::move(context), handshake_timeout);
-  if (!tls.ok()) co_return tls.status();
+StatusOr<std::unique_ptr<ByteStream>> CheckAlpn(StatusOr<std::unique_ptr<TlsStream>> tls) {
+  if (!tls.ok()) return tls.status();
   // gRPC speaks HTTP/2 only: a client that negotiated something else is
   // refused (one that negotiated nothing may still send the preface).
   const std::string alpn = (*tls)->negotiated_alpn();
   if (!alpn.empty() && alpn != "h2") {
     (*tls)->Close();
-    co_return UnavailableError("TLS client negotiated ALPN \"" + alpn + "\", not \"h2\"");
+    return UnavailableError("TLS client negotiated ALPN \"" + alpn + "\", not \"h2\"");
   }
-  co_return std::unique_ptr<ByteStream>(*std::move(tls));
+  return std::unique_ptr<ByteStream>(*std::move(tls));
 }
 
 StatusOr<std::unique_ptr<Server>> Server::Listen(Loop& loop, const SocketAddress& address,
@@ -119,8 +115,8 @@ Task<void> Server::ServeConnection(std::unique_ptr<TcpSocket> socket) {
   } served{*options_.shared_connection_quota, accept_pause_};
   std::unique_ptr<ByteStream> transport = std::move(socket);
   if (options_.tls) {
-    StatusOr<std::unique_ptr<ByteStream>> tls =
-        co_await AcceptTls(std::move(transport), options_.tls, options_.handshake_timeout);
+    StatusOr<std::unique_ptr<ByteStream>> tls = CheckAlpn(
+        co_await TlsStream::Accept(std::move(transport), options_.tls, options_.handshake_timeout));
     if (!tls.ok()) co_return;  // the handshake failed: nothing to serve
     transport = *std::move(tls);
   }

@@ -25,17 +25,17 @@
 #include "runtime/shutdown_once.h"
 #include "runtime/socket_address.h"
 #include "runtime/tcp_socket.h"
+#include "tls/tls_stream.h"
 #include "uxds/loop.h"
 #include "uxds/status.h"
 #include "uxds/task.h"
 
 namespace uxds::http2 {
 
-// The server side of a TLS handshake on `transport`, bounded by
-// `handshake_timeout`, and the ALPN check gRPC needs ("h2" or none).
-Task<StatusOr<std::unique_ptr<ByteStream>>> AcceptTls(std::unique_ptr<ByteStream> transport,
-                                                      std::shared_ptr<TlsServerContext> context,
-                                                      std::chrono::milliseconds handshake_timeout);
+// A TLS server handshake's result (TlsStream::Accept) as gRPC can use it:
+// the stream if it negotiated ALPN "h2" or none; else it is closed, and the
+// error says why.
+StatusOr<std::unique_ptr<ByteStream>> CheckAlpn(StatusOr<std::unique_ptr<TlsStream>> tls);
 
 class Server {
  public:

@@ -160,8 +160,8 @@ Task<void> ServingListener::ServeConnection(std::unique_ptr<TcpSocket> socket,
     // failed handshake, closes the connection.
     StatusOr<std::shared_ptr<TlsServerContext>> context = co_await tls->Context(loop_);
     if (!context.ok()) co_return;
-    StatusOr<std::unique_ptr<ByteStream>> secured = co_await http2::AcceptTls(
-        std::move(transport), *std::move(context), options_.connection_options.handshake_timeout);
+    StatusOr<std::unique_ptr<ByteStream>> secured = http2::CheckAlpn(co_await TlsStream::Accept(
+        std::move(transport), *std::move(context), options_.connection_options.handshake_timeout));
     if (!secured.ok()) co_return;
     transport = *std::move(secured);
   }
