@@ -3,10 +3,16 @@
 // for interop tests. A separate program, never linked with uxds: gRPC C++
 // links OpenSSL, uxds links BoringSSL.
 //
-//   grpc_cpp_test_server [--host 127.0.0.1] [--port N]
+//   grpc_cpp_test_server [--host 127.0.0.1] [--port N] [--xds]
 //
 // Plaintext. Prints `PORT <n>` on stdout once serving (--port 0, the
 // default, picks a free port). Exits 0 on SIGTERM or SIGINT.
+//
+// --xds: an xDS-enabled server (A36: XdsServerBuilder, on a fixed --port)
+// with XdsServerCredentials over an insecure fallback (A29: a filter chain's
+// DownstreamTlsContext makes its connections TLS). Its bootstrap comes from
+// $GRPC_XDS_BOOTSTRAP. Prints `SERVING` once xDS says it serves, and
+// `NOT_SERVING <message>` for each refusal.
 //
 // Uses the callback API, gRPC C++'s fastest server path, so benches compare
 // against gRPC at its best. Semantics follow the interop server:
@@ -17,6 +23,7 @@
 //    response_parameters entry, ends with a request's response_status when
 //    its code is not OK, and with OK once the client half-closes.
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/xds_server_builder.h>
 #include <signal.h>
 
 #include <cstdio>
@@ -121,8 +128,21 @@ class TestServiceImpl final : public grpc::testing::TestService::CallbackService
   }
 };
 
+// Prints each serving-status change of the xDS-enabled server.
+class PrintingNotifier : public grpc::XdsServerServingStatusNotifierInterface {
+ public:
+  void OnServingStatusUpdate(std::string /*uri*/, ServingStatusUpdate update) override {
+    if (update.status.ok()) {
+      std::printf("SERVING\n");
+    } else {
+      std::printf("NOT_SERVING %s\n", update.status.error_message().c_str());
+    }
+    std::fflush(stdout);
+  }
+};
+
 int Usage(const char* program) {
-  std::fprintf(stderr, "usage: %s [--host 127.0.0.1] [--port N]\n", program);
+  std::fprintf(stderr, "usage: %s [--host 127.0.0.1] [--port N] [--xds]\n", program);
   return 2;
 }
 
@@ -131,8 +151,11 @@ int Usage(const char* program) {
 int main(int argc, char** argv) {
   std::string host = "127.0.0.1";
   int port = 0;
+  bool xds = false;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--host") == 0 && i + 1 < argc) {
+    if (std::strcmp(argv[i], "--xds") == 0) {
+      xds = true;
+    } else if (std::strcmp(argv[i], "--host") == 0 && i + 1 < argc) {
       host = argv[++i];
     } else if (std::strcmp(argv[i], "--port") == 0 && i + 1 < argc) {
       char* end = nullptr;
@@ -153,14 +176,27 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   TestServiceImpl service;
-  grpc::ServerBuilder builder;
   std::string address = host.find(':') == std::string::npos
                             ? host + ":" + std::to_string(port)
                             : "[" + host + "]:" + std::to_string(port);
   int selected_port = 0;
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &selected_port);
-  builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  PrintingNotifier notifier;
+  std::unique_ptr<grpc::Server> server;
+  if (xds) {
+    if (port == 0) return Usage(argv[0]);  // A36: no ephemeral ports
+    grpc::XdsServerBuilder builder;
+    builder.set_status_notifier(&notifier);
+    builder.AddListeningPort(address,
+                             grpc::XdsServerCredentials(grpc::InsecureServerCredentials()));
+    builder.RegisterService(&service);
+    server = builder.BuildAndStart();
+    selected_port = port;
+  } else {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &selected_port);
+    builder.RegisterService(&service);
+    server = builder.BuildAndStart();
+  }
   if (server == nullptr || selected_port == 0) {
     std::fprintf(stderr, "cannot listen on %s\n", address.c_str());
     return 1;

@@ -17,6 +17,7 @@
 #include "support/test_support.h"
 #include "support/xds_test_resources.h"
 #include "tls/tls_context.h"
+#include "uxds/client_channel.h"
 #include "xds_server_test_fixture.h"
 
 namespace uxds::testing {
@@ -42,6 +43,9 @@ class XdsServerTlsTest : public XdsServerTest {
                       identity_key_ + R"("})");
       bootstrap.certificate_providers["ca"] =
           FileWatcher(R"({"ca_certificate_file":")" + certs_.ca_cert + R"("})");
+      bootstrap.certificate_providers["client"] =
+          FileWatcher(R"({"certificate_file":")" + certs_.client_cert +
+                      R"(","private_key_file":")" + certs_.client_key + R"("})");
       bootstrap.certificate_providers["missing"] =
           FileWatcher(R"({"certificate_file":")" + dir_.File("none.pem") +
                       R"(","private_key_file":")" + dir_.File("none.key") + R"("})");
@@ -273,6 +277,76 @@ TEST_F(XdsServerTlsTest, GrpcCppXdsCredentialsCallAUxdsServerOverMutualTls) {
   ASSERT_TRUE(summary.has_value()) << "gRPC C++ client printed no summary";
   EXPECT_EQ(exit_code, 0) << *summary;
   EXPECT_NE(summary->find("\"ok\":5"), std::string::npos) << *summary;
+}
+
+// Interop (A29), the other way: a uxds channel with xDS credentials calls
+// gRPC C++ 1.51's XdsServerBuilder server with XdsServerCredentials over
+// mutual TLS that only xDS configured (the server requires a client
+// certificate). Skipped in builds without the gRPC C++ peers.
+TEST_F(XdsServerTlsTest, AUxdsChannelCallsAGrpcCppXdsServerOverMutualTls) {
+  const std::string binary = BuildRoot() + "/tests/peers/grpc_cpp_test_server";
+  if (access(binary.c_str(), X_OK) != 0) GTEST_SKIP() << "no gRPC C++ peer in this build";
+  const std::string address = "127.0.0.1:" + std::to_string(port_);
+  const ServerListenerSpec server_listener =
+      Listener(ListenerNameFor(address), "127.0.0.1", port_, {TlsChain("ca", true)});
+  ASSERT_TRUE(cp_->SetResources(kLdsType,
+                                {{server_listener.name, ServerListener(server_listener)},
+                                 {"svc", ApiListenerWithRoutes("svc", "svc", {{"", "c"}})}},
+                                "1"));
+  ASSERT_TRUE(cp_->SetResources(
+      kCdsType, {{"c", SecureCluster("c", "s", "ca", "client", {"exact:localhost"})}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(kEdsType, {{"s", EndpointsAt("s", {address})}}, "1"));
+  const std::string bootstrap = dir_.File("grpc_server_bootstrap.json");
+  WriteFile(bootstrap,
+            R"({"xds_servers":[{"server_uri":")" + cp_->target() +
+                R"(","channel_creds":[{"type":"insecure"}],"server_features":["xds_v3"]}],)"
+                R"("node":{"id":"grpc-cpp-server"},"server_listener_resource_name_template":")" +
+                std::string(kTemplate) +
+                R"(","certificate_providers":{)"
+                R"("ca":{"plugin_name":"file_watcher","config":{"ca_certificate_file":")" +
+                certs_.ca_cert +
+                R"("}},)"
+                R"("server-id":{"plugin_name":"file_watcher","config":{"certificate_file":")" +
+                certs_.server_cert + R"(","private_key_file":")" + certs_.server_key + R"("}}}})");
+  Subprocess server = Subprocess::Start(
+      {binary, "--xds", "--port", std::to_string(port_)},
+      {{"GRPC_XDS_BOOTSTRAP", bootstrap}, {"GRPC_XDS_EXPERIMENTAL_SECURITY_SUPPORT", "true"}});
+  ASSERT_TRUE(server.WaitForLine("SERVING", std::chrono::seconds(60)).has_value())
+      << "the gRPC C++ xDS server never served";
+
+  std::promise<StatusOr<UnaryResponse>> result;
+  std::shared_ptr<XdsClientPool> pool;
+  std::unique_ptr<Channel> channel;
+  control_->RunSync([&] {
+    Bootstrap uxds_bootstrap;
+    XdsServerConfig xds_server;
+    xds_server.server_uri = cp_->target();
+    uxds_bootstrap.xds_servers.push_back(xds_server);
+    uxds_bootstrap.node.id = "uxds-channel";
+    customize_bootstrap_(uxds_bootstrap);
+    pool = *XdsClientPool::Create(control_->loop(), uxds_bootstrap);
+    ChannelOptions options;
+    options.xds_client_pool = pool;
+    options.credentials = ChannelCredentials::Xds(ChannelCredentials::Insecure());
+    channel = *Channel::Create(control_->loop(), "xds:///svc", options);
+    control_->loop().Spawn(
+        [](Channel* channel, std::promise<StatusOr<UnaryResponse>>* out) -> Task<void> {
+          CallOptions call;
+          call.timeout = std::chrono::seconds(20);
+          call.wait_for_ready = true;
+          StatusOr<UnaryResponse> reply =
+              co_await channel->UnaryCall("/grpc.testing.TestService/UnaryCall", "", call);
+          co_await channel->Shutdown();
+          out->set_value(std::move(reply));
+        }(channel.get(), &result));
+  });
+  StatusOr<UnaryResponse> reply = result.get_future().get();
+  control_->RunSync([&] {
+    channel.reset();
+    pool.reset();
+  });
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_EQ(reply->peer, address);
 }
 
 }  // namespace
