@@ -16,47 +16,12 @@
 
 #include "grpc/testing/messages.pb.h"
 #include "http2/client_connection.h"
-#include "http2/server.h"
+#include "loopback_server.h"
 #include "test_service/test_service.h"
 #include "uxds/runtime.h"
 
 namespace uxds {
 namespace {
-
-// Server on its own loop thread (as deployed); client on the benchmark thread.
-class ServerFixture {
- public:
-  explicit ServerFixture(const LoopOptions& options, http2::ServerOptions server_options = {}) {
-    thread_ = std::move(*LoopThread::Start(options));
-    auto registry = std::make_shared<http2::ServiceRegistry>();
-    test_service::RegisterTestService(*registry, "bench");
-    thread_->RunSync([&] {
-      server_ = std::move(*http2::Server::Listen(thread_->loop(), SocketAddress::Loopback4(0),
-                                                 registry, std::move(server_options)));
-      thread_->loop().Spawn(server_->Serve());
-    });
-  }
-  ~ServerFixture() {
-    bool done = false;
-    thread_->RunSync([&] {
-      thread_->loop().Spawn([](http2::Server& s, bool& d) -> Task<void> {
-        co_await s.Shutdown(std::chrono::milliseconds(100));
-        d = true;
-      }(*server_, done));
-    });
-    while (true) {
-      bool finished = false;
-      thread_->RunSync([&] { finished = done; });
-      if (finished) break;
-    }
-    thread_->RunSync([&] { server_.reset(); });
-  }
-  uint16_t port() const { return server_->port(); }
-
- private:
-  std::unique_ptr<LoopThread> thread_;
-  std::unique_ptr<http2::Server> server_;
-};
 
 void BM_UnaryRoundTrip(benchmark::State& state) {
   LoopOptions options;
