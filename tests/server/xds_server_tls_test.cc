@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "support/test_support.h"
@@ -196,6 +197,38 @@ TEST_F(XdsServerTlsTest, AnIdentityWithNoCertificatesClosesTheConnection) {
   ServeOneChain(chain, ServerCredentials::Xds(ServerCredentials::Insecure()));
   EXPECT_FALSE(Call("127.0.0.1", "/a.B/C", TlsClient(false)).ok());
   EXPECT_FALSE(Call("127.0.0.1", "/a.B/C").ok());
+}
+
+// A hostile client that connects to a TLS chain and never sends its
+// ClientHello is closed once the handshake timeout passes, without a byte of
+// HTTP/2 and without keeping its max_connections slot; one that sends
+// something that is not TLS is closed at once. Neither holds up Shutdown().
+TEST_F(XdsServerTlsTest, SilentAndGarbledTlsClientsAreClosedAndDoNotHoldUpShutdown) {
+  const std::string address = "127.0.0.1:" + std::to_string(port_);
+  XdsServerOptions options;
+  options.credentials = ServerCredentials::Xds(ServerCredentials::Insecure());
+  options.handshake_timeout = milliseconds(300);
+  options.max_connections = 1;
+  StartServer(address, std::move(options));
+  SetListener(Listener(ListenerNameFor(address), "127.0.0.1", port_, {TlsChain("", false)}), "1");
+  ASSERT_TRUE(WaitForServing().has_value());
+  const ConnectionProbe silent = Probe("127.0.0.1", port_, std::nullopt, milliseconds(10'000));
+  EXPECT_TRUE(silent.closed_by_server);
+  EXPECT_EQ(silent.bytes_received, 0u);
+  // Its slot was given back: a real client gets the one connection allowed.
+  EXPECT_TRUE(Call("127.0.0.1", "/a.B/C", TlsClient(false)).ok());
+  // Not TLS at all: an HTTP/2 preface where a ClientHello belongs.
+  EXPECT_FALSE(Call("127.0.0.1", "/a.B/C").ok());
+  // A silent client still in its handshake when the server shuts down.
+  auto target = SocketAddress::FromIpAndPort("127.0.0.1", port_);
+  ASSERT_TRUE(target.ok());
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::connect(fd, target->sockaddr_ptr(), target->size()), 0);
+  auto returned = StartShutdown(milliseconds(100));
+  EXPECT_EQ(returned.wait_for(std::chrono::seconds(60)), std::future_status::ready)
+      << "Shutdown() waited on a client that never finished its handshake";
+  ::close(fd);
 }
 
 // A29: new certificates apply to new connections; a connection made with
