@@ -94,6 +94,22 @@ class XdsServerTlsTest : public XdsServerTest {
     return false;
   }
 
+  // The interop tests' mesh, for client and server alike: the server
+  // Listener of `address` (one chain, mutual TLS required), and "xds:///svc"
+  // routed to cluster "c" (mutual TLS, the server checked for
+  // DNS:localhost) whose one endpoint is `address`.
+  void ConfigureMutualTlsMesh(const std::string& address) {
+    const ServerListenerSpec server_listener =
+        Listener(ListenerNameFor(address), "127.0.0.1", port_, {TlsChain("ca", true)});
+    ASSERT_TRUE(cp_->SetResources(kLdsType,
+                                  {{server_listener.name, ServerListener(server_listener)},
+                                   {"svc", ApiListenerWithRoutes("svc", "svc", {{"", "c"}})}},
+                                  "1"));
+    ASSERT_TRUE(cp_->SetResources(
+        kCdsType, {{"c", SecureCluster("c", "s", "ca", "client", {"exact:localhost"})}}, "1"));
+    ASSERT_TRUE(cp_->SetResources(kEdsType, {{"s", EndpointsAt("s", {address})}}, "1"));
+  }
+
   static ServerChain TlsChain(std::string ca, bool require_client_certificate) {
     ServerChain chain = Chain("tls");
     chain.tls_identity = "server-id";
@@ -282,15 +298,8 @@ TEST_F(XdsServerTlsTest, GrpcCppXdsCredentialsCallAUxdsServerOverMutualTls) {
   XdsServerOptions options;
   options.credentials = ServerCredentials::Xds(ServerCredentials::Insecure());
   StartServer(address, std::move(options));
-  const ServerListenerSpec server_listener =
-      Listener(ListenerNameFor(address), "127.0.0.1", port_, {TlsChain("ca", true)});
-  ASSERT_TRUE(cp_->SetResources(kLdsType,
-                                {{server_listener.name, ServerListener(server_listener)},
-                                 {"svc", ApiListenerWithRoutes("svc", "svc", {{"", "c"}})}},
-                                "1"));
-  ASSERT_TRUE(cp_->SetResources(
-      kCdsType, {{"c", SecureCluster("c", "s", "ca", "client", {"exact:localhost"})}}, "1"));
-  ASSERT_TRUE(cp_->SetResources(kEdsType, {{"s", EndpointsAt("s", {address})}}, "1"));
+  ConfigureMutualTlsMesh(address);
+  ASSERT_FALSE(HasFatalFailure());
   ASSERT_TRUE(WaitForServing().has_value());
   const std::string bootstrap = dir_.File("grpc_bootstrap.json");
   WriteFile(bootstrap,
@@ -320,15 +329,8 @@ TEST_F(XdsServerTlsTest, AUxdsChannelCallsAGrpcCppXdsServerOverMutualTls) {
   const std::string binary = BuildRoot() + "/tests/peers/grpc_cpp_test_server";
   if (access(binary.c_str(), X_OK) != 0) GTEST_SKIP() << "no gRPC C++ peer in this build";
   const std::string address = "127.0.0.1:" + std::to_string(port_);
-  const ServerListenerSpec server_listener =
-      Listener(ListenerNameFor(address), "127.0.0.1", port_, {TlsChain("ca", true)});
-  ASSERT_TRUE(cp_->SetResources(kLdsType,
-                                {{server_listener.name, ServerListener(server_listener)},
-                                 {"svc", ApiListenerWithRoutes("svc", "svc", {{"", "c"}})}},
-                                "1"));
-  ASSERT_TRUE(cp_->SetResources(
-      kCdsType, {{"c", SecureCluster("c", "s", "ca", "client", {"exact:localhost"})}}, "1"));
-  ASSERT_TRUE(cp_->SetResources(kEdsType, {{"s", EndpointsAt("s", {address})}}, "1"));
+  ConfigureMutualTlsMesh(address);
+  ASSERT_FALSE(HasFatalFailure());
   const std::string bootstrap = dir_.File("grpc_server_bootstrap.json");
   WriteFile(bootstrap,
             R"({"xds_servers":[{"server_uri":")" + cp_->target() +
