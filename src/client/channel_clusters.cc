@@ -261,7 +261,7 @@ Status Channel::Impl::UseCredentials() {
     plain = plain->fallback.get();
     if (plain == nullptr || plain->kind == Kind::kXds) {
       return InvalidArgumentError(
-          "credentials: the fallback of xDS credentials must be Insecure or Tls");
+          "ChannelOptions.credentials: the fallback of xDS credentials must be Insecure or Tls");
     }
   }
   if (plain->kind != Kind::kTls) return OkStatus();
@@ -271,7 +271,8 @@ Status Channel::Impl::UseCredentials() {
   config.private_key_file = plain->tls.private_key_file;
   StatusOr<std::shared_ptr<TlsClientContext>> context = TlsClientContext::Create(config);
   if (!context.ok()) {
-    return InvalidArgumentError("credentials: " + std::string(context.status().message()));
+    return InvalidArgumentError("ChannelOptions.credentials: " +
+                                std::string(context.status().message()));
   }
   // As gRPC: the server's certificate must name the target's host.
   fallback_tls = UpstreamTls::Fixed(*std::move(context), SplitHostPort(target.name).first);

@@ -7,10 +7,34 @@
 
 namespace uxds {
 
+namespace {
+
+// Every field that decides how a connection is secured, each
+// length-prefixed, so two different configs never share a key (and so a
+// subchannel): "<size>:<text>".
+std::string SecurityKey(const CommonTlsContext& config) {
+  std::string key;
+  auto add = [&key](std::string_view field) {
+    key += std::to_string(field.size());
+    key += ':';
+    key += field;
+  };
+  add(config.tls_certificate_provider_instance.instance_name);
+  add(config.certificate_validation_context.ca_certificate_provider_instance.instance_name);
+  for (const StringMatcher& matcher :
+       config.certificate_validation_context.match_subject_alt_names) {
+    add(std::to_string(static_cast<int>(matcher.type)) + (matcher.ignore_case ? "i" : "c"));
+    add(matcher.type == StringMatcher::Type::kSafeRegex ? matcher.regex.pattern() : matcher.value);
+  }
+  return key;
+}
+
+}  // namespace
+
 std::shared_ptr<const UpstreamTls> UpstreamTls::FromXds(const Bootstrap& bootstrap,
                                                         const CommonTlsContext& config) {
   auto tls = std::shared_ptr<UpstreamTls>(new UpstreamTls());
-  tls->key_ = "xds:" + config.ToJson();
+  tls->key_ = "xds:" + SecurityKey(config);
   tls->roots_.emplace(
       bootstrap,
       config.certificate_validation_context.ca_certificate_provider_instance.instance_name);
@@ -92,7 +116,10 @@ Task<StatusOr<std::unique_ptr<http2::ClientConnection>>> ConnectSecured(
     const UpstreamTls* tls) {
   if (tls != nullptr) {
     const Status secured = co_await tls->Secure(loop, options);
-    if (!secured.ok()) co_return secured;
+    if (!secured.ok()) {
+      co_return Status(secured.code(), "securing the connection to " + address.ToString() + ": " +
+                                           std::string(secured.message()));
+    }
   }
   co_return co_await http2::ClientConnection::Connect(loop, address, options);
 }

@@ -5,7 +5,7 @@
 // credentials). Plaintext connections have none.
 //
 // Immutable once made, and shared by every subchannel and loop connection
-// made with it; ContextFor() may run on any loop.
+// made with it; Secure() may run on any loop.
 #pragma once
 
 #include <memory>

@@ -2,11 +2,15 @@
 
 #include <utility>
 
+#include "uxds/log.h"
+
 namespace uxds::server {
 
 std::shared_ptr<const DownstreamTls> DownstreamTls::FromXds(const Bootstrap& bootstrap,
-                                                            const DownstreamTlsContext& config) {
+                                                            const DownstreamTlsContext& config,
+                                                            std::string chain) {
   auto tls = std::shared_ptr<DownstreamTls>(new DownstreamTls());
+  tls->chain_ = std::move(chain);
   const CommonTlsContext& common = config.common_tls_context;
   tls->identity_.emplace(bootstrap, common.tls_certificate_provider_instance.instance_name);
   // Error texts about the material name the instances, not files.
@@ -46,6 +50,24 @@ StatusOr<std::shared_ptr<TlsServerContext>> DownstreamTls::ContextFrom(
 
 Task<StatusOr<std::shared_ptr<TlsServerContext>>> DownstreamTls::Context(Loop& loop) const {
   if (fixed_ != nullptr) co_return fixed_;
+  StatusOr<std::shared_ptr<TlsServerContext>> context = co_await Build(loop);
+  if (!context.ok() && context.status().code() != StatusCode::kCancelled) {
+    std::string message(context.status().message());
+    bool is_new = false;
+    {
+      std::lock_guard lock(mu_);
+      is_new = message != logged_failure_;
+      if (is_new) logged_failure_ = message;
+    }
+    if (is_new) {
+      Log(LogSeverity::kWarning, "xDS-enabled server: filter chain \"" + chain_ +
+                                     "\" closes its connections unserved: " + message);
+    }
+  }
+  co_return context;
+}
+
+Task<StatusOr<std::shared_ptr<TlsServerContext>>> DownstreamTls::Build(Loop& loop) const {
   StatusOr<std::shared_ptr<const CertificateMaterial>> identity =
       co_await identity_->Material(loop);
   if (!identity.ok()) co_return identity.status();

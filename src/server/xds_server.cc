@@ -207,7 +207,8 @@ void XdsServer::Start() {
        pool = impl.options.xds_client_pool](
           const FilterChain& chain) -> std::shared_ptr<const server::DownstreamTls> {
     if (!xds_security || !chain.downstream_tls_context.has_value()) return fallback;
-    return server::DownstreamTls::FromXds(pool->bootstrap(), *chain.downstream_tls_context);
+    return server::DownstreamTls::FromXds(pool->bootstrap(), *chain.downstream_tls_context,
+                                          chain.name);
   };
   impl.watcher = std::make_unique<server::ServerConfigWatcher>(*impl.client, impl.listener_name,
                                                                impl.listening_address,

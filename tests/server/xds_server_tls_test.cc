@@ -210,9 +210,15 @@ TEST_F(XdsServerTlsTest, AListenerWithBadSecurityConfigIsNackedAndTheOldOneKept)
 TEST_F(XdsServerTlsTest, AnIdentityWithNoCertificatesClosesTheConnection) {
   ServerChain chain = TlsChain("", false);
   chain.tls_identity = "missing";
+  LogCapture log;
   ServeOneChain(chain, ServerCredentials::Xds(ServerCredentials::Insecure()));
   EXPECT_FALSE(Call("127.0.0.1", "/a.B/C", TlsClient(false)).ok());
   EXPECT_FALSE(Call("127.0.0.1", "/a.B/C").ok());
+  // The reason is the operator's to read (the client saw a closed
+  // connection): logged once, not once per connection.
+  EXPECT_EQ(log.Count("filter chain \"tls\" closes its connections unserved: certificate "
+                      "provider instance \"missing\" has no certificates"),
+            1);
 }
 
 // A hostile client that connects to a TLS chain and never sends its
