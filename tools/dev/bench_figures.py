@@ -121,6 +121,7 @@ class Figures:
         self.xds_scale()
         self.filter_chains()
         self.start_and_memory()
+        self.handshakes()
         return self.rows
 
     def ring_picks(self):
@@ -284,6 +285,24 @@ class Figures:
                  lambda: self.gb(bench).real_ns("BM_DecodeListener/chains:1000") / 1e6)
         self.add(g, "build the matcher for it", "ms",
                  lambda: self.gb(bench).real_ns("BM_BuildMatcher/chains:1000") / 1e6)
+
+    def handshakes(self):
+        g = "j. a new connection and its first call: TLS against plaintext (A29)"
+        bench = "handshake_bench"
+        name = "BM_ConnectCallClose/{}"
+        plain = lambda: self.gb(bench).real_ns(name.format(0)) / 1e3
+        self.add(g, "connect + TLS handshake + call + close", "µs",
+                 lambda: self.gb(bench).real_ns(name.format(1)) / 1e3, "the same in plaintext", plain)
+        self.add(g, "connect + mutual TLS handshake + call + close", "µs",
+                 lambda: self.gb(bench).real_ns(name.format(2)) / 1e3, "the same in plaintext", plain)
+        # The certificate providers and the SAN check must cost nothing a
+        # handshake would notice: the context is built once per certificate
+        # version, so what is left per connection is a look-up and the check.
+        self.add(g, "the same, mutual TLS from xDS certificate providers", "µs",
+                 lambda: self.gb(bench).real_ns(name.format(3)) / 1e3,
+                 "mutual TLS from a fixed context",
+                 lambda: self.gb(bench).real_ns(name.format(2)) / 1e3,
+                 goal=target("ratio", "<=", 1.1, "#28"), profile=gbench_source(bench, name.format(3)))
 
     def start_and_memory(self):
         g = "i. process start to the first successful call through uxds control-plane"
