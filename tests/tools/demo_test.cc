@@ -32,14 +32,14 @@ namespace {
 
 constexpr int kSteps = 6;
 
-// Every step line "[i/6] PASS ..." in order, the summary, and the CSDS
+// Every step line "[i/N] PASS ..." in order, the summary, and the CSDS
 // table's header.
-void ExpectAllStepsPass(const ToolRun& run) {
+void ExpectAllStepsPass(const ToolRun& run, int steps = kSteps) {
   std::string output;
   for (const std::string& line : run.lines) output += line + "\n";
   size_t at = 0;
-  for (int step = 1; step <= kSteps; ++step) {
-    const std::string prefix = "[" + std::to_string(step) + "/6] PASS";
+  for (int step = 1; step <= steps; ++step) {
+    const std::string prefix = "[" + std::to_string(step) + "/" + std::to_string(steps) + "] PASS";
     at = output.find(prefix, at);
     EXPECT_NE(at, std::string::npos) << "no \"" << prefix << "\" in:\n" << output;
     if (at == std::string::npos) return;
@@ -52,6 +52,20 @@ void ExpectAllStepsPass(const ToolRun& run) {
 
 TEST(DemoTest, BuiltInConfigPassesEveryStep) {
   ExpectAllStepsPass(RunTool(UXDS_TOOL_PATH, {"demo"}, "", std::chrono::seconds(120)));
+}
+
+// A29: the same demo over mutual TLS that only xDS configured, with the
+// certificates the demo makes, and a seventh step: clients without a
+// certificate refused.
+TEST(DemoTest, MutualTlsPassesEveryStep) {
+  const ToolRun run = RunTool(UXDS_TOOL_PATH, {"demo", "--mtls"}, "", std::chrono::seconds(120));
+  ExpectAllStepsPass(run, 7);
+  std::string output;
+  for (const std::string& line : run.lines) output += line + "\n";
+  EXPECT_NE(output.find("[7/7] PASS  server p0-1 refuses clients without a certificate from the "
+                        "demo CA: plaintext: UNAVAILABLE; TLS without a certificate: UNAVAILABLE"),
+            std::string::npos)
+      << output;
 }
 
 TEST(DemoTest, ConfigDirectoryPassesEveryStep) {
@@ -73,6 +87,9 @@ TEST(DemoTest, ConfigWithoutEndpointsIsARuntimeError) {
 TEST(DemoTest, UsageErrors) {
   EXPECT_EQ(RunTool(UXDS_TOOL_PATH, {"demo", "--bogus"}).exit_code, 2);
   EXPECT_EQ(RunTool(UXDS_TOOL_PATH, {"demo", "--config", "/nonexistent/dir"}).exit_code, 2);
+  // --mtls runs the built-in config only.
+  TempDir dir;
+  EXPECT_EQ(RunTool(UXDS_TOOL_PATH, {"demo", "--mtls", "--config", dir.path()}).exit_code, 2);
 }
 
 using Json = nlohmann::json;

@@ -4,7 +4,9 @@
 // a client on the public Channel API shows ring hash over priority 0, one
 // header value sticking to one server (A42), failover to priority 1 and
 // back, and the CSDS tables. Each step prints what it checked and PASS or
-// FAIL; the exit status is 1 when one failed.
+// FAIL; the exit status is 1 when one failed. With --mtls every call is
+// mutual TLS configured only by xDS (A29), with certificates the demo makes,
+// and a last step shows a client without a certificate refused.
 //
 // However it ends (its steps, a failure, SIGINT, SIGTERM, its stdout closing)
 // it leaves nothing behind: its children are stopped and its temporary
@@ -41,7 +43,6 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-constexpr int kSteps = 6;
 constexpr size_t kBuiltInServers = 6;
 constexpr int kStickyCallsPerValue = 20;
 constexpr std::chrono::seconds kRecoveryTimeout{20};
@@ -52,6 +53,7 @@ struct DemoArgs {
   std::string write_config_dir;
   std::string target_name = kDemoTargetName;
   int calls = 200;
+  bool mtls = false;
 };
 
 // A temporary directory, removed with what it holds.
@@ -109,11 +111,12 @@ class Demo {
   // Prints one step's outcome; counts failures.
   void Step(int number, bool pass, const std::string& what) {
     DemoCleanup::Get().PauseIfStopping();
-    std::printf("[%d/%d] %s  %s\n", number, kSteps, pass ? "PASS" : "FAIL", what.c_str());
+    std::printf("[%d/%d] %s  %s\n", number, steps(), pass ? "PASS" : "FAIL", what.c_str());
     // Nobody reads the steps any more: the demo ends (and its children).
     if (StdoutFailed("uxds demo")) DemoCleanup::Get().StopAllAndExit(kExitRuntimeError);
     failures_ += pass ? 0 : 1;
   }
+  int steps() const { return args_.mtls ? 7 : 6; }
   Task<Status> Prepare();
   // After a failure: the end of each child's stderr, before the directory
   // that holds them goes.
@@ -141,6 +144,17 @@ class Demo {
   Task<void> SpreadAndStickiness(DemoClient& client);
   Task<void> FailoverAndRecovery(DemoClient& client);
   Task<void> ShowCsds();
+  Task<void> RefuseClientsWithoutCertificates();
+  // --mtls: TLS to a server's own port (CSDS), with or without the demo's
+  // client certificate.
+  ChannelCredentials TlsToServers(bool with_certificate) const {
+    TlsClientFiles files{.ca_certificate_file = certificates_.ca_cert};
+    if (with_certificate) {
+      files.certificate_file = certificates_.client_cert;
+      files.private_key_file = certificates_.client_key;
+    }
+    return ChannelCredentials::Tls(files);
+  }
 
   Loop& loop_;
   const DemoArgs& args_;
@@ -148,6 +162,7 @@ class Demo {
   DemoProcesses processes_;
   DemoConfig config_;
   std::string bootstrap_file_;
+  DemoCertificateFiles certificates_;  // --mtls
   std::shared_ptr<XdsClientPool> pool_;
   ProgressLine progress_;
   // Step 2's answers: which server each header value reached.
@@ -164,8 +179,16 @@ Task<Status> Demo::Prepare() {
     std::filesystem::create_directory(config_dir);
     const std::vector<uint16_t> ports = PickPorts(kBuiltInServers);
     if (ports.size() != kBuiltInServers) co_return InternalError("no free loopback ports");
-    const Status written = WriteBuiltInConfig(config_dir, ports);
+    const Status written = WriteBuiltInConfig(config_dir, ports, args_.mtls);
     if (!written.ok()) co_return written;
+  }
+  if (args_.mtls) {
+    StatusOr<DemoCertificateFiles> made = WriteDemoCertificates(scratch_.path());
+    if (!made.ok()) co_return made.status();
+    certificates_ = *std::move(made);
+    processes_.AddServerFlag("--xds-creds");
+    std::printf("uxds demo: mutual TLS from xDS (A29): certificates in %s, client %s, server %s\n",
+                scratch_.path().c_str(), kDemoClientSan, kDemoServerSan);
   }
   StatusOr<DemoConfig> config = ReadDemoConfig(config_dir, args_.target_name);
   if (!config.ok()) co_return config.status();
@@ -177,7 +200,8 @@ Task<Status> Demo::Prepare() {
               config_dir.c_str());
   for (const std::string& error : processes_.file_errors()) std::printf("  %s\n", error.c_str());
   bootstrap_file_ = scratch_.path() + "/bootstrap.json";
-  const std::string bootstrap_json = DemoBootstrapJson(*control_plane);
+  const std::string bootstrap_json =
+      DemoBootstrapJson(*control_plane, args_.mtls ? &certificates_ : nullptr);
   std::ofstream(bootstrap_file_) << bootstrap_json;
   StatusOr<Bootstrap> bootstrap = Bootstrap::FromJson(bootstrap_json);
   if (!bootstrap.ok()) co_return bootstrap.status();
@@ -294,7 +318,10 @@ Task<void> Demo::ShowCsds() {
       AllAcked(clients[0], {"Listener", "RouteConfiguration", "Cluster", "ClusterLoadAssignment"},
                client_missing);
   const DemoEndpoint& server = config_.endpoints.front();
-  StatusOr<std::unique_ptr<Channel>> to_server = Channel::Create(loop_, server.address);
+  ChannelOptions to_server_options;
+  if (args_.mtls) to_server_options.credentials = TlsToServers(true);
+  StatusOr<std::unique_ptr<Channel>> to_server =
+      Channel::Create(loop_, server.address, to_server_options);
   StatusOr<std::vector<CsdsClientStatus>> server_clients =
       to_server.ok() ? StatusOr<std::vector<CsdsClientStatus>>(UnavailableError(""))
                      : to_server.status();
@@ -319,6 +346,33 @@ Task<void> Demo::ShowCsds() {
   std::printf("\n%s", CsdsTable(clients).c_str());
 }
 
+// A29: the servers take only clients the demo CA vouches for: a plaintext
+// client and a TLS client without a certificate are both refused.
+Task<void> Demo::RefuseClientsWithoutCertificates() {
+  const DemoEndpoint& server = config_.endpoints.front();
+  std::string outcomes;
+  bool refused = true;
+  for (const bool tls : {false, true}) {
+    ChannelOptions options;
+    if (tls) options.credentials = TlsToServers(false);
+    StatusOr<std::unique_ptr<Channel>> channel = Channel::Create(loop_, server.address, options);
+    StatusOr<UnaryResponse> reply = UnavailableError("no channel");
+    if (!channel.ok()) reply = channel.status();
+    if (channel.ok()) {
+      CallOptions call;
+      call.timeout = 5s;
+      reply = co_await (*channel)->UnaryCall("/grpc.testing.TestService/EmptyCall", "", call);
+      co_await (*channel)->Shutdown();
+    }
+    refused = refused && !reply.ok();
+    outcomes += tls ? "; TLS without a certificate: " : ": plaintext: ";
+    outcomes += reply.ok() ? "answered" : std::string(StatusCodeName(reply.status().code()));
+  }
+  Step(7, refused,
+       "server " + server.name + " refuses clients without a certificate from the demo CA" +
+           outcomes);
+}
+
 Task<int> Demo::Run() {
   const Clock::time_point start = Clock::now();
   const Status prepared = co_await Prepare();
@@ -333,6 +387,8 @@ Task<int> Demo::Run() {
   // defaults back off up to 120 s).
   options.initial_backoff = 100ms;
   options.max_backoff = 500ms;
+  // A29: the Cluster's UpstreamTlsContext decides (--mtls).
+  options.credentials = ChannelCredentials::Xds(ChannelCredentials::Insecure());
   StatusOr<std::unique_ptr<Channel>> channel = Channel::Create(loop_, config_.target, options);
   if (!channel.ok()) {
     std::fprintf(stderr, "uxds demo: channel %s: %s\n", config_.target.c_str(),
@@ -343,11 +399,12 @@ Task<int> Demo::Run() {
   co_await SpreadAndStickiness(client);
   co_await FailoverAndRecovery(client);
   co_await ShowCsds();
+  if (args_.mtls) co_await RefuseClientsWithoutCertificates();
   co_await (*channel)->Shutdown();
   pool_.reset();
   const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
   std::printf("\nuxds demo: %s in %.1f s (%d of %d steps failed)\n",
-              failures_ == 0 ? "PASS" : "FAIL", took.count() / 1000.0, failures_, kSteps);
+              failures_ == 0 ? "PASS" : "FAIL", took.count() / 1000.0, failures_, steps());
   if (failures_ > 0) ShowLogs();
   co_return failures_ == 0 ? kExitOk : kExitRuntimeError;
 }
@@ -384,6 +441,11 @@ int RunDemo(const std::vector<std::string>& args) {
   app.add_option("--target", parsed.target_name,
                  "the client's target is xds:///NAME (the Listener NAME)");
   app.add_option("--calls", parsed.calls, "calls in the spread step")->check(CLI::Range(8, 100000));
+  app.add_flag("--mtls", parsed.mtls,
+               "every call over mutual TLS configured only by xDS (A29), with certificates the\n"
+               "demo makes; a last step shows a client without a certificate refused")
+      ->excludes("--config")
+      ->excludes("--write-config");
   if (auto rc = ParseCommandLine(app, args)) return *rc;
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   if (!parsed.write_config_dir.empty()) return WriteConfigAndExit(parsed.write_config_dir);

@@ -22,6 +22,10 @@ constexpr char kHcmType[] =
     "type.googleapis.com/"
     "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager";
 constexpr char kRouterType[] = "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router";
+constexpr char kUpstreamTlsType[] =
+    "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext";
+constexpr char kDownstreamTlsType[] =
+    "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext";
 constexpr int kPriority0Servers = 4;
 
 // An ADS ConfigSource: RDS and EDS come over the same stream (A27).
@@ -112,6 +116,32 @@ DemoJson ServerListener(uint16_t port) {
            DemoJson::array(
                {{{"name", "demo"},
                  {"filters", DemoJson::array({{{"name", "hcm"}, {"typed_config", hcm}}})}}})}};
+}
+
+// A29: the client's side of the demo's mutual TLS. Roots and identity from
+// the bootstrap's certificate providers; the server must be the demo's
+// server workload (its SPIFFE ID), whatever its address.
+DemoJson UpstreamMutualTls() {
+  DemoJson tls = {
+      {"@type", kUpstreamTlsType},
+      {"common_tls_context",
+       {{"tls_certificate_provider_instance", {{"instance_name", kDemoClientIdentity}}},
+        {"validation_context",
+         {{"ca_certificate_provider_instance", {{"instance_name", kDemoCa}}},
+          {"match_subject_alt_names", DemoJson::array({{{"exact", kDemoServerSan}}})}}}}}};
+  return {{"name", "envoy.transport_sockets.tls"}, {"typed_config", tls}};
+}
+
+// The servers' side: their identity, and client certificates required and
+// verified against the demo CA.
+DemoJson DownstreamMutualTls() {
+  DemoJson tls = {{"@type", kDownstreamTlsType},
+                  {"common_tls_context",
+                   {{"tls_certificate_provider_instance", {{"instance_name", kDemoServerIdentity}}},
+                    {"validation_context",
+                     {{"ca_certificate_provider_instance", {{"instance_name", kDemoCa}}}}}}},
+                  {"require_client_certificate", true}};
+  return {{"name", "envoy.transport_sockets.tls"}, {"typed_config", tls}};
 }
 
 Status WriteJsonFile(const std::string& path, const DemoJson& json) {
@@ -249,13 +279,17 @@ std::string FindHashHeader(const DemoJson& route_config) {
 
 }  // namespace
 
-Status WriteBuiltInConfig(const std::string& dir, const std::vector<uint16_t>& ports) {
+Status WriteBuiltInConfig(const std::string& dir, const std::vector<uint16_t>& ports, bool mtls) {
+  DemoJson cluster = Cluster();
+  if (mtls) cluster["transport_socket"] = UpstreamMutualTls();
   std::vector<std::pair<std::string, DemoJson>> files = {{"listener-demo.json", ClientListener()},
                                                          {"route-demo.json", Route()},
-                                                         {"cluster-demo.json", Cluster()},
+                                                         {"cluster-demo.json", cluster},
                                                          {"endpoints-demo.json", Endpoints(ports)}};
   for (uint16_t port : ports) {
-    files.emplace_back("listener-server-" + std::to_string(port) + ".json", ServerListener(port));
+    DemoJson listener = ServerListener(port);
+    if (mtls) listener["filter_chains"][0]["transport_socket"] = DownstreamMutualTls();
+    files.emplace_back("listener-server-" + std::to_string(port) + ".json", std::move(listener));
   }
   for (const auto& [name, json] : files) {
     Status written = WriteJsonFile(dir + "/" + name, json);
@@ -298,13 +332,25 @@ StatusOr<DemoConfig> ReadDemoConfig(const std::string& dir, const std::string& t
   return config;
 }
 
-std::string DemoBootstrapJson(const std::string& control_plane) {
+std::string DemoBootstrapJson(const std::string& control_plane,
+                              const DemoCertificateFiles* certificates) {
   DemoJson bootstrap = {
       {"xds_servers",
        DemoJson::array({{{"server_uri", control_plane},
                          {"channel_creds", DemoJson::array({{{"type", "insecure"}}})}}})},
       {"node", {{"id", "uxds-demo"}}},
       {"server_listener_resource_name_template", kServerListenerTemplate}};
+  if (certificates != nullptr) {
+    auto file_watcher = [](DemoJson config) {
+      return DemoJson{{"plugin_name", "file_watcher"}, {"config", std::move(config)}};
+    };
+    bootstrap["certificate_providers"] = {
+        {kDemoCa, file_watcher({{"ca_certificate_file", certificates->ca_cert}})},
+        {kDemoServerIdentity, file_watcher({{"certificate_file", certificates->server_cert},
+                                            {"private_key_file", certificates->server_key}})},
+        {kDemoClientIdentity, file_watcher({{"certificate_file", certificates->client_cert},
+                                            {"private_key_file", certificates->client_key}})}};
+  }
   return bootstrap.dump(2);
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "demo_certificates.h"
 #include "uxds/status.h"
 
 namespace uxds::tool {
@@ -28,6 +29,10 @@ struct DemoConfig {
 inline constexpr char kDemoTargetName[] = "demo";
 inline constexpr char kDemoHashHeader[] = "x-user";
 inline constexpr char kServerListenerTemplate[] = "grpc/server?xds.resource.listening_address=%s";
+// --mtls: the bootstrap's certificate provider instances.
+inline constexpr char kDemoCa[] = "demo-ca";
+inline constexpr char kDemoServerIdentity[] = "server-identity";
+inline constexpr char kDemoClientIdentity[] = "client-identity";
 
 // Writes the built-in resources into `dir`, one proto3 JSON file each: the
 // client Listener "demo" (RDS "demo-route"), the RouteConfiguration (every
@@ -35,7 +40,10 @@ inline constexpr char kServerListenerTemplate[] = "grpc/server?xds.resource.list
 // Cluster, its ClusterLoadAssignment ("demo-endpoints": four endpoints in
 // priority 0, two in priority 1, on `ports`) and one server Listener per
 // endpoint whose route lets every RPC in (A36 non_forwarding_action).
-Status WriteBuiltInConfig(const std::string& dir, const std::vector<uint16_t>& ports);
+// With `mtls` (A29), the Cluster's UpstreamTlsContext and each server
+// Listener's DownstreamTlsContext make every call mutual TLS.
+Status WriteBuiltInConfig(const std::string& dir, const std::vector<uint16_t>& ports,
+                          bool mtls = false);
 
 // Reads what the demo needs from the resource files in `dir` (*.json with
 // "@type"): the one ClusterLoadAssignment's endpoints (IPv4 or IPv6 with a
@@ -45,7 +53,9 @@ Status WriteBuiltInConfig(const std::string& dir, const std::vector<uint16_t>& p
 StatusOr<DemoConfig> ReadDemoConfig(const std::string& dir, const std::string& target_name);
 
 // A bootstrap for the demo's client and servers: one insecure xDS server
-// (`control_plane` "IP:PORT"), node "uxds-demo", the server Listener template.
-std::string DemoBootstrapJson(const std::string& control_plane);
+// (`control_plane` "IP:PORT"), node "uxds-demo", the server Listener template;
+// with `certificates`, the certificate providers --mtls's resources name.
+std::string DemoBootstrapJson(const std::string& control_plane,
+                              const DemoCertificateFiles* certificates = nullptr);
 
 }  // namespace uxds::tool

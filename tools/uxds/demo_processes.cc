@@ -97,12 +97,14 @@ Task<Status> DemoProcesses::StartServers(const std::vector<DemoEndpoint>& endpoi
       DemoCleanup::Get().RemoveChild(old->second.pid());
       servers_.erase(old);
     }
+    std::vector<std::string> argv = {self_,          "serve",       "--bootstrap",
+                                     bootstrap_file, "--listen",    endpoint.address,
+                                     "--hostname",   endpoint.name, "--drain-grace-ms",
+                                     kDrainGraceMs};
+    argv.insert(argv.end(), server_flags_.begin(), server_flags_.end());
     const auto [server, added] = servers_.emplace(
         endpoint.name,
-        Subprocess::Start(
-            {self_, "serve", "--bootstrap", bootstrap_file, "--listen", endpoint.address,
-             "--hostname", endpoint.name, "--drain-grace-ms", kDrainGraceMs},
-            {}, /*pipe_stdin=*/false, log_dir_ + "/" + endpoint.name + ".log"));
+        Subprocess::Start(argv, {}, /*pipe_stdin=*/false, log_dir_ + "/" + endpoint.name + ".log"));
     DemoCleanup::Get().AddChild(server->second.pid());
   }
   // serving[name]: the server's last serving-status line said serving.

@@ -41,6 +41,9 @@ class DemoProcesses {
   // SIGTERM (a short drain) and wait for each to exit.
   Task<Status> StopServers(const std::vector<DemoEndpoint>& endpoints);
 
+  // A flag every `uxds serve` started from now on gets ("--xds-creds").
+  void AddServerFlag(std::string flag) { server_flags_.push_back(std::move(flag)); }
+
   // The file errors the control plane reported so far.
   const std::vector<std::string>& file_errors() const { return file_errors_; }
 
@@ -60,6 +63,7 @@ class DemoProcesses {
   std::map<std::string, Subprocess> servers_;  // by endpoint name
   std::string address_;                        // the control plane's, from its "listening" line
   std::vector<std::string> file_errors_;
+  std::vector<std::string> server_flags_;  // AddServerFlag()
 };
 
 }  // namespace uxds::tool
