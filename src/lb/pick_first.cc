@@ -36,12 +36,14 @@ void PickFirstPolicy::Update(const LocalityList& localities) {
     reporter_(state_, status_, picker_);
     return;
   }
-  std::string selected_address;
-  if (selected_ >= 0) selected_address = entries_[selected_].subchannel->key();
+  // The subchannel in use, by its key (its address and security).
+  std::string selected_key;
+  if (selected_ >= 0) selected_key = entries_[selected_].subchannel->key();
   std::vector<Entry> next;
   next.reserve(addresses.size());
-  for (const WeightedEndpoint* e : addresses)
+  for (const WeightedEndpoint* e : addresses) {
     next.push_back(Entry{pool_.Get(e->address, e->tls), -1});
+  }
   DetachAll();
   entries_ = std::move(next);
   selected_ = -1;
@@ -60,7 +62,7 @@ void PickFirstPolicy::Update(const LocalityList& localities) {
   // A62: the connection in use stays in use while its address is still
   // in the list.
   for (size_t i = 0; i < entries_.size(); ++i) {
-    if (entries_[i].subchannel->key() == selected_address &&
+    if (entries_[i].subchannel->key() == selected_key &&
         entries_[i].subchannel->state() == ConnectivityState::kReady) {
       Select(i);
       return;
