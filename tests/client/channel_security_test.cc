@@ -192,6 +192,36 @@ TEST_F(ChannelSecurityTest, AClusterWithoutSecurityConfigUsesATlsFallback) {
   EXPECT_EQ(reply->peer, addresses_[kMutualTlsBackend]);
 }
 
+// TLS credentials on a host:port target (no xDS): the server must name the
+// target's host. The mutual TLS backend's certificate names "localhost";
+// the mesh backend's names neither it nor 127.0.0.1.
+TEST_F(ChannelSecurityTest, TlsCredentialsCheckAHostPortTargetsHost) {
+  auto port_of = [&](int backend) {
+    return addresses_[backend].substr(addresses_[backend].rfind(':') + 1);
+  };
+  UseCredentials(ChannelCredentials::Tls({.ca_certificate_file = certs_.ca_cert,
+                                          .certificate_file = certs_.client_cert,
+                                          .private_key_file = certs_.client_key}));
+  CreateChannel("localhost:" + port_of(kMutualTlsBackend));
+  CallOptions options;
+  options.wait_for_ready = true;  // "localhost" may resolve to ::1 first
+  auto reply = Call(test_service::kUnaryCall, options);
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_EQ(reply->peer, addresses_[kMutualTlsBackend]);
+  RunOnControl<bool>([&]() -> Task<bool> {
+    co_await channel_->Shutdown();
+    co_return true;
+  });
+  control_->RunSync([&] { channel_.reset(); });
+  // The mesh certificate names no 127.0.0.1 (one address: one error).
+  CreateChannel("127.0.0.1:" + port_of(kMeshBackend));
+  auto refused = Call(test_service::kUnaryCall);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable) << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find("CERTIFICATE_VERIFY_FAILED"), std::string::npos)
+      << refused.status().ToString();
+}
+
 // A TLS file that cannot be read fails Channel::Create, naming it.
 TEST_F(ChannelSecurityTest, TlsCredentialsWithAMissingFileFailChannelCreation) {
   control_->RunSync([&] {
