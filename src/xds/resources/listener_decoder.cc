@@ -10,6 +10,7 @@
 #include "xds/resources/field_parsers.h"
 #include "xds/resources/filter_chain_map.h"
 #include "xds/resources/http_connection_manager_parser.h"
+#include "xds/resources/matcher_parsers.h"
 #include "xds/resources/resource_decoders.h"
 #include "xds/resources/tls_context_parser.h"
 #include "xds/resources/xds_extension.h"
@@ -18,28 +19,6 @@ namespace uxds {
 namespace {
 
 namespace listener_v3 = envoy::config::listener::v3;
-
-// A36 CIDR normalization: prefix_len clamped (absent = 0), host bits zeroed.
-std::optional<CidrRange> ParseCidrRange(const envoy::config::core::v3::CidrRange& proto,
-                                        ValidationErrors& errors) {
-  auto field = errors.Scope(".address_prefix");
-  CidrRange range;
-  const std::string& prefix = proto.address_prefix();
-  if (inet_pton(AF_INET, prefix.c_str(), range.address.data()) == 1) {
-    range.is_ipv6 = false;
-  } else if (inet_pton(AF_INET6, prefix.c_str(), range.address.data()) == 1) {
-    range.is_ipv6 = true;
-  } else {
-    errors.Add("Failed to parse address:" + prefix);
-    return std::nullopt;
-  }
-  const uint32_t max_len = range.is_ipv6 ? 128 : 32;
-  range.prefix_len = proto.has_prefix_len() ? std::min(proto.prefix_len().value(), max_len) : 0;
-  for (uint32_t bit = range.prefix_len; bit < max_len; ++bit) {
-    range.address[bit / 8] &= static_cast<uint8_t>(~(0x80u >> (bit % 8)));
-  }
-  return range;
-}
 
 std::optional<FilterChainMatch> ParseFilterChainMatch(const listener_v3::FilterChainMatch& proto,
                                                       ValidationErrors& errors) {

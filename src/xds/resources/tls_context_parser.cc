@@ -6,6 +6,7 @@
 
 #include "envoy/extensions/transport_sockets/tls/v3/common.pb.h"
 #include "xds/resources/field_parsers.h"
+#include "xds/resources/matcher_parsers.h"
 #include "xds/resources/xds_extension.h"
 
 namespace uxds {
@@ -29,47 +30,6 @@ ProviderInstance ParseProviderInstance(const XdsDecodeContext& context, const In
   return instance;
 }
 
-// A29: a SAN matcher is an envoy StringMatcher.
-std::optional<StringMatcher> ParseSanMatcher(const envoy::type::matcher::v3::StringMatcher& proto,
-                                             ValidationErrors& errors) {
-  using Proto = envoy::type::matcher::v3::StringMatcher;
-  StringMatcher matcher;
-  matcher.ignore_case = proto.ignore_case();
-  switch (proto.match_pattern_case()) {
-    case Proto::kExact:
-      matcher.type = StringMatcher::Type::kExact;
-      matcher.value = proto.exact();
-      return matcher;
-    case Proto::kPrefix:
-      matcher.type = StringMatcher::Type::kPrefix;
-      matcher.value = proto.prefix();
-      return matcher;
-    case Proto::kSuffix:
-      matcher.type = StringMatcher::Type::kSuffix;
-      matcher.value = proto.suffix();
-      return matcher;
-    case Proto::kContains:
-      matcher.type = StringMatcher::Type::kContains;
-      matcher.value = proto.contains();
-      return matcher;
-    case Proto::kSafeRegex: {
-      StatusOr<Regex> regex = Regex::Create(proto.safe_regex().regex());
-      if (!regex.ok()) {
-        errors.Add("Invalid regex string specified in matcher: " + regex.status().message());
-        return std::nullopt;
-      }
-      matcher.type = StringMatcher::Type::kSafeRegex;
-      matcher.regex = *std::move(regex);
-      // Case folding is not a regex option (gRPC ignores it here too).
-      matcher.ignore_case = false;
-      return matcher;
-    }
-    default:
-      errors.Add("invalid StringMatcher specified");
-      return std::nullopt;
-  }
-}
-
 void Unsupported(std::string_view field_name, ValidationErrors& errors) {
   auto field = errors.Scope(field_name);
   errors.Add("feature unsupported");
@@ -86,7 +46,7 @@ CommonTlsContext::CertificateValidationContext ParseValidationContext(
   }
   for (int i = 0; i < proto.match_subject_alt_names_size(); ++i) {
     auto field = errors.Scope(".match_subject_alt_names[" + std::to_string(i) + "]");
-    if (auto matcher = ParseSanMatcher(proto.match_subject_alt_names(i), errors)) {
+    if (auto matcher = ParseStringMatcher(proto.match_subject_alt_names(i), errors)) {
       validation.match_subject_alt_names.push_back(*std::move(matcher));
     }
   }
