@@ -17,6 +17,7 @@
 #include <variant>
 #include <vector>
 
+#include "uxds/resources/cidr_range.h"
 #include "uxds/resources/route_config.h"
 #include "uxds/resources/tls_context.h"
 
@@ -26,6 +27,9 @@ struct HttpConnectionManager {
   struct HttpFilter {
     std::string name;         // unique in the list
     std::string config_type;  // e.g. "envoy.extensions.filters.http.router.v3.Router"
+    // envoy.filters.http.rbac (A41): the policy to enforce; nullopt enforces
+    // nothing (no rules, or action LOG).
+    std::optional<RbacPolicy> rbac = {};
     friend bool operator==(const HttpFilter&, const HttpFilter&) = default;
   };
 
@@ -39,24 +43,6 @@ struct HttpConnectionManager {
   std::optional<std::chrono::nanoseconds> http_max_stream_duration;
 
   friend bool operator==(const HttpConnectionManager&, const HttpConnectionManager&) = default;
-};
-
-// A normalized CIDR range (A36): prefix_len clamped to 32 / 128 (absent = 0)
-// and the host bits of the address zeroed, so 10.1.2.3/8 equals 10.0.0.0/8.
-struct CidrRange {
-  // Network byte order; only the first 4 bytes are used for IPv4.
-  std::array<uint8_t, 16> address{};
-  bool is_ipv6 = false;
-  uint32_t prefix_len = 0;
-
-  // True if `ip` (4 bytes for IPv4, 16 for IPv6, network order) is in the
-  // range. A range matches addresses of its own family only.
-  bool Contains(std::span<const uint8_t> ip) const;
-  // "10.0.0.0/8", "2001:db8::/32".
-  std::string ToString() const;
-
-  friend bool operator==(const CidrRange&, const CidrRange&) = default;
-  friend auto operator<=>(const CidrRange&, const CidrRange&) = default;
 };
 
 struct FilterChainMatch {

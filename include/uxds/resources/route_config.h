@@ -14,6 +14,7 @@
 #include <variant>
 #include <vector>
 
+#include "uxds/resources/http_filter_config.h"
 #include "uxds/resources/matchers.h"
 
 namespace uxds {
@@ -92,6 +93,9 @@ struct RouteConfigResource {
 
     Matchers matchers;
     std::variant<UnsupportedAction, RouteAction, NonForwardingAction> action;
+    // A39: per-filter overrides of this route (they win over the virtual
+    // host's).
+    HttpFilterOverrides filter_overrides = {};
     friend bool operator==(const Route&, const Route&) = default;
   };
 
@@ -103,6 +107,8 @@ struct RouteConfigResource {
     // path or prefix that no gRPC method can match, or with a cluster
     // specifier gRPC does not support are left out (A28).
     std::vector<Route> routes;
+    // A39: per-filter overrides for every route of this virtual host.
+    HttpFilterOverrides filter_overrides = {};
     friend bool operator==(const VirtualHost&, const VirtualHost&) = default;
   };
 

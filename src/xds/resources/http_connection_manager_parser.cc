@@ -56,8 +56,10 @@ void ParseHttpFilters(const hcm_v3::HttpConnectionManager& proto, bool is_client
       }
       continue;
     }
-    type->validate_config(extension, errors);
-    hcm.http_filters.push_back({filter.name(), std::string(type->config_type)});
+    HttpFilterConfig config = type->parse_config(extension, errors);
+    hcm.http_filters.push_back({.name = filter.name(),
+                                .config_type = std::move(config.config_type),
+                                .rbac = std::move(config.rbac)});
   }
   if (errors.size() == errors_before && hcm.http_filters.empty()) {
     errors.Add("expected at least one HTTP filter");

@@ -1,8 +1,8 @@
-// The xDS HTTP filters uxds knows (A39's filter registry). Today that is the
-// router alone: a terminal filter that only selects gRPC's built-in routing,
-// supported on clients and servers, without per-route overrides. Any other
-// filter type makes a Listener or RouteConfiguration invalid unless it is
-// marked optional.
+// The xDS HTTP filters uxds knows (A39's filter registry): the router (a
+// terminal filter that only selects gRPC's built-in routing, on clients and
+// servers, without per-route overrides) and RBAC (A41: servers only, with
+// RBACPerRoute overrides). Any other filter type makes a Listener or
+// RouteConfiguration invalid unless it is marked optional.
 #pragma once
 
 #include <google/protobuf/map.h>
@@ -11,31 +11,35 @@
 #include <string_view>
 
 #include "google/protobuf/any.pb.h"
+#include "uxds/resources/http_filter_config.h"
 #include "xds/resources/xds_extension.h"
 #include "xds/validation_errors.h"
 
 namespace uxds {
 
 struct HttpFilterType {
-  std::string_view config_type;  // top-level config message name
+  std::string_view config_type;                // top-level config message name
+  std::string_view override_config_type = {};  // none: overrides are rejected
   bool supported_on_clients = false;
   bool supported_on_servers = false;
   bool terminal = false;
-  // Validates a top-level config (HttpConnectionManager.http_filters).
-  void (*validate_config)(const XdsExtension& extension, ValidationErrors& errors) = nullptr;
-  // Validates a per-route override (typed_per_filter_config).
-  void (*validate_override)(const XdsExtension& extension, ValidationErrors& errors) = nullptr;
+  // Parses a top-level config (HttpConnectionManager.http_filters).
+  HttpFilterConfig (*parse_config)(const XdsExtension& extension,
+                                   ValidationErrors& errors) = nullptr;
+  // Parses a per-route override (typed_per_filter_config).
+  HttpFilterConfig (*parse_override)(const XdsExtension& extension,
+                                     ValidationErrors& errors) = nullptr;
 };
 
 // The filter whose top-level or override config type is `type`; nullptr if
 // uxds does not know it.
 const HttpFilterType* FindHttpFilterType(std::string_view type);
 
-// A39: validates a typed_per_filter_config map (VirtualHost, Route,
+// A39: parses a typed_per_filter_config map (VirtualHost, Route,
 // ClusterWeight) at the current field. Entries are checked in key order so
-// that messages do not depend on the map's iteration order. No filter uxds
-// knows takes overrides, so a valid map changes nothing and is not kept.
-void ValidateTypedPerFilterConfig(
+// that messages do not depend on the map's iteration order. Optional
+// overrides of unknown filters are left out.
+HttpFilterOverrides ParseTypedPerFilterConfig(
     const google::protobuf::Map<std::string, google::protobuf::Any>& configs,
     ValidationErrors& errors);
 

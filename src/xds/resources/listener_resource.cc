@@ -16,7 +16,9 @@ ResourceJson HttpConnectionManagerJson(const HttpConnectionManager& hcm) {
   }
   ResourceJson filters = ResourceJson::array();
   for (const auto& filter : hcm.http_filters) {
-    filters.push_back({{"name", filter.name}, {"type", filter.config_type}});
+    ResourceJson entry = {{"name", filter.name}, {"type", filter.config_type}};
+    if (filter.rbac.has_value()) entry["rbac"] = ResourceJson::parse(filter.rbac->ToJson());
+    filters.push_back(std::move(entry));
   }
   json["http_filters"] = std::move(filters);
   if (hcm.http_max_stream_duration.has_value()) {

@@ -86,6 +86,17 @@ ResourceJson HashPolicyJson(const RouteConfigResource::HashPolicy& policy) {
   return json;
 }
 
+// {"<filter name>": {"type": ..., "rbac": {...} or null}}.
+ResourceJson FilterOverridesJson(const HttpFilterOverrides& overrides) {
+  ResourceJson json = ResourceJson::object();
+  for (const auto& [name, config] : overrides) {
+    json[name] = {{"type", config.config_type},
+                  {"rbac", config.rbac.has_value() ? ResourceJson::parse(config.rbac->ToJson())
+                                                   : ResourceJson()}};
+  }
+  return json;
+}
+
 ResourceJson RouteJson(const RouteConfigResource::Route& route) {
   using Route = RouteConfigResource::Route;
   ResourceJson match;
@@ -126,7 +137,11 @@ ResourceJson RouteJson(const RouteConfigResource::Route& route) {
   } else {
     action["type"] = "unsupported";
   }
-  return {{"match", std::move(match)}, {"action", std::move(action)}};
+  ResourceJson json = {{"match", std::move(match)}, {"action", std::move(action)}};
+  if (!route.filter_overrides.empty()) {
+    json["filter_overrides"] = FilterOverridesJson(route.filter_overrides);
+  }
+  return json;
 }
 
 }  // namespace
@@ -156,7 +171,11 @@ std::string RouteConfigResource::ToJson() const {
   for (const VirtualHost& vhost : virtual_hosts) {
     ResourceJson routes = ResourceJson::array();
     for (const Route& route : vhost.routes) routes.push_back(RouteJson(route));
-    vhosts.push_back({{"domains", vhost.domains}, {"routes", std::move(routes)}});
+    ResourceJson entry = {{"domains", vhost.domains}, {"routes", std::move(routes)}};
+    if (!vhost.filter_overrides.empty()) {
+      entry["filter_overrides"] = FilterOverridesJson(vhost.filter_overrides);
+    }
+    vhosts.push_back(std::move(entry));
   }
   ResourceJson json;
   json["virtual_hosts"] = std::move(vhosts);

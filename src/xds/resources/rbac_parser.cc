@@ -1,0 +1,336 @@
+// RBAC filter config parsing and compilation (A41; the field rules of gRPC
+// C++ xds_http_rbac_filter.cc, with the proto's own field names in paths).
+#include "xds/resources/rbac_parser.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "envoy/config/rbac/v3/rbac.pb.h"
+#include "envoy/extensions/filters/http/rbac/v3/rbac.pb.h"
+#include "xds/resources/field_parsers.h"
+#include "xds/resources/matcher_parsers.h"
+
+namespace uxds {
+namespace {
+
+namespace rbac_v3 = envoy::config::rbac::v3;
+namespace http_rbac_v3 = envoy::extensions::filters::http::rbac::v3;
+using Rule = RbacPolicy::Rule;
+
+// Builds one policy's flat rule arrays. A rule that fails validation is
+// recorded as kAny so the rest is still checked; the policy is dropped
+// with the resource.
+class RbacCompiler {
+ public:
+  RbacCompiler(RbacPolicy& policy, ValidationErrors& errors) : policy_(policy), errors_(errors) {}
+
+  uint32_t Permissions(const google::protobuf::RepeatedPtrField<rbac_v3::Permission>& list,
+                       std::string_view field_name) {
+    std::vector<uint32_t> members;
+    for (int i = 0; i < list.size(); ++i) {
+      auto field = errors_.Scope(std::string(field_name) + "[" + std::to_string(i) + "]");
+      members.push_back(Permission(list.Get(i)));
+    }
+    return AddSet(Rule::Kind::kOr, members);
+  }
+
+  uint32_t Principals(const google::protobuf::RepeatedPtrField<rbac_v3::Principal>& list,
+                      std::string_view field_name) {
+    std::vector<uint32_t> members;
+    for (int i = 0; i < list.size(); ++i) {
+      auto field = errors_.Scope(std::string(field_name) + "[" + std::to_string(i) + "]");
+      members.push_back(Principal(list.Get(i)));
+    }
+    return AddSet(Rule::Kind::kOr, members);
+  }
+
+ private:
+  uint32_t Permission(const rbac_v3::Permission& proto) {
+    using P = rbac_v3::Permission;
+    switch (proto.rule_case()) {
+      case P::kAndRules: {
+        auto field = errors_.Scope(".and_rules");
+        return PermissionSet(Rule::Kind::kAnd, proto.and_rules());
+      }
+      case P::kOrRules: {
+        auto field = errors_.Scope(".or_rules");
+        return PermissionSet(Rule::Kind::kOr, proto.or_rules());
+      }
+      case P::kAny:
+        return AddRule({.kind = Rule::Kind::kAny});
+      case P::kHeader: {
+        auto field = errors_.Scope(".header");
+        return Header(proto.header());
+      }
+      case P::kUrlPath: {
+        auto field = errors_.Scope(".url_path");
+        return UrlPath(proto.url_path());
+      }
+      case P::kDestinationIp: {
+        auto field = errors_.Scope(".destination_ip");
+        return Range(Rule::Kind::kDestinationIp, proto.destination_ip());
+      }
+      case P::kDestinationPort:
+        if (proto.destination_port() > 65535) {
+          auto field = errors_.Scope(".destination_port");
+          errors_.Add("must be at most 65535");
+        }
+        return AddRule({.kind = Rule::Kind::kDestinationPort, .first = proto.destination_port()});
+      case P::kDestinationPortRange: {
+        // Int32Range: [start, end), clamped to the port numbers.
+        const auto clamp = [](int32_t port) {
+          return static_cast<uint32_t>(std::clamp<int32_t>(port, 0, 65536));
+        };
+        const auto& range = proto.destination_port_range();
+        if (range.start() > range.end()) {
+          auto field = errors_.Scope(".destination_port_range");
+          errors_.Add("start must not be greater than end");
+        }
+        return AddRule({.kind = Rule::Kind::kDestinationPortRange,
+                        .first = clamp(range.start()),
+                        .count = clamp(range.end())});
+      }
+      case P::kMetadata:
+        return AddRule({.kind = Rule::Kind::kMetadata, .invert = proto.metadata().invert()});
+      case P::kNotRule: {
+        auto field = errors_.Scope(".not_rule");
+        return Not(Permission(proto.not_rule()));
+      }
+      case P::kRequestedServerName: {
+        auto field = errors_.Scope(".requested_server_name");
+        return StringRule(Rule::Kind::kRequestedServerName, proto.requested_server_name());
+      }
+      case P::kMatcher: {
+        auto field = errors_.Scope(".matcher");
+        errors_.Add("custom matcher extensions are not supported");
+        return AddRule({});
+      }
+      default:
+        errors_.Add("invalid rule");
+        return AddRule({});
+    }
+  }
+
+  uint32_t Principal(const rbac_v3::Principal& proto) {
+    using P = rbac_v3::Principal;
+    switch (proto.identifier_case()) {
+      case P::kAndIds: {
+        auto field = errors_.Scope(".and_ids");
+        return PrincipalSet(Rule::Kind::kAnd, proto.and_ids());
+      }
+      case P::kOrIds: {
+        auto field = errors_.Scope(".or_ids");
+        return PrincipalSet(Rule::Kind::kOr, proto.or_ids());
+      }
+      case P::kAny:
+        return AddRule({.kind = Rule::Kind::kAny});
+      case P::kAuthenticated: {
+        if (!proto.authenticated().has_principal_name()) {
+          // A41: unset matches any TLS connection, certificate or not.
+          return AddRule({.kind = Rule::Kind::kAuthenticatedAny});
+        }
+        auto field = errors_.Scope(".authenticated.principal_name");
+        return StringRule(Rule::Kind::kAuthenticated, proto.authenticated().principal_name());
+      }
+      // A41: without proxy protocol and xff_num_trusted_hops, all three are
+      // the connection's peer address.
+      case P::kSourceIp: {
+        auto field = errors_.Scope(".source_ip");
+        return Range(Rule::Kind::kSourceIp, proto.source_ip());
+      }
+      case P::kDirectRemoteIp: {
+        auto field = errors_.Scope(".direct_remote_ip");
+        return Range(Rule::Kind::kSourceIp, proto.direct_remote_ip());
+      }
+      case P::kRemoteIp: {
+        auto field = errors_.Scope(".remote_ip");
+        return Range(Rule::Kind::kSourceIp, proto.remote_ip());
+      }
+      case P::kHeader: {
+        auto field = errors_.Scope(".header");
+        return Header(proto.header());
+      }
+      case P::kUrlPath: {
+        auto field = errors_.Scope(".url_path");
+        return UrlPath(proto.url_path());
+      }
+      case P::kMetadata:
+        return AddRule({.kind = Rule::Kind::kMetadata, .invert = proto.metadata().invert()});
+      case P::kNotId: {
+        auto field = errors_.Scope(".not_id");
+        return Not(Principal(proto.not_id()));
+      }
+      case P::kFilterState: {
+        auto field = errors_.Scope(".filter_state");
+        errors_.Add("filter_state is not supported");
+        return AddRule({});
+      }
+      default:
+        errors_.Add("invalid rule");
+        return AddRule({});
+    }
+  }
+
+  uint32_t PermissionSet(Rule::Kind kind, const rbac_v3::Permission::Set& set) {
+    std::vector<uint32_t> members;
+    for (int i = 0; i < set.rules_size(); ++i) {
+      auto field = errors_.Scope(".rules[" + std::to_string(i) + "]");
+      members.push_back(Permission(set.rules(i)));
+    }
+    return AddSet(kind, members);
+  }
+
+  uint32_t PrincipalSet(Rule::Kind kind, const rbac_v3::Principal::Set& set) {
+    std::vector<uint32_t> members;
+    for (int i = 0; i < set.ids_size(); ++i) {
+      auto field = errors_.Scope(".ids[" + std::to_string(i) + "]");
+      members.push_back(Principal(set.ids(i)));
+    }
+    return AddSet(kind, members);
+  }
+
+  uint32_t Header(const envoy::config::route::v3::HeaderMatcher& proto) {
+    std::string name = proto.name();
+    // HTTP/2 header names are lowercase; Envoy matches names so.
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    {
+      auto field = errors_.Scope(".name");
+      // A41: gRPC's own headers and :scheme are not the application's to
+      // authorize on.
+      if (name == ":scheme") {
+        errors_.Add("':scheme' not allowed in header");
+      } else if (name.starts_with("grpc-")) {
+        errors_.Add("'grpc-' prefixes not allowed in header");
+      }
+    }
+    std::optional<HeaderMatcher> matcher = ParseHeaderMatcher(proto, errors_);
+    if (!matcher.has_value()) return AddRule({});
+    matcher->name = std::move(name);
+    policy_.headers.push_back(*std::move(matcher));
+    return AddRule({.kind = Rule::Kind::kHeader, .index = Last(policy_.headers)});
+  }
+
+  uint32_t UrlPath(const envoy::type::matcher::v3::PathMatcher& proto) {
+    auto field = errors_.Scope(".path");
+    if (!proto.has_path()) {
+      errors_.Add("field not present");
+      return AddRule({});
+    }
+    return StringRule(Rule::Kind::kUrlPath, proto.path());
+  }
+
+  uint32_t StringRule(Rule::Kind kind, const envoy::type::matcher::v3::StringMatcher& proto) {
+    std::optional<StringMatcher> matcher = ParseStringMatcher(proto, errors_);
+    if (!matcher.has_value()) return AddRule({});
+    policy_.strings.push_back(*std::move(matcher));
+    return AddRule({.kind = kind, .index = Last(policy_.strings)});
+  }
+
+  uint32_t Range(Rule::Kind kind, const envoy::config::core::v3::CidrRange& proto) {
+    std::optional<CidrRange> range = ParseCidrRange(proto, errors_);
+    if (!range.has_value()) return AddRule({});
+    policy_.ranges.push_back(*range);
+    return AddRule({.kind = kind, .index = Last(policy_.ranges)});
+  }
+
+  uint32_t Not(uint32_t child) { return AddSet(Rule::Kind::kNot, {child}); }
+
+  uint32_t AddSet(Rule::Kind kind, const std::vector<uint32_t>& members) {
+    const auto first = static_cast<uint32_t>(policy_.children.size());
+    policy_.children.insert(policy_.children.end(), members.begin(), members.end());
+    return AddRule({.kind = kind, .first = first, .count = static_cast<uint32_t>(members.size())});
+  }
+
+  uint32_t AddRule(const Rule& rule) {
+    policy_.rules.push_back(rule);
+    return Last(policy_.rules);
+  }
+
+  template <typename T>
+  static uint32_t Last(const std::vector<T>& list) {
+    return static_cast<uint32_t>(list.size() - 1);
+  }
+
+  RbacPolicy& policy_;
+  ValidationErrors& errors_;
+};
+
+std::optional<RbacPolicy> CompileRbac(const http_rbac_v3::RBAC& proto, ValidationErrors& errors) {
+  if (proto.has_matcher()) {
+    // Envoy enforces the matcher tree in place of `rules`; ignoring it would
+    // let through what the control plane means to deny.
+    auto field = errors.Scope(".matcher");
+    errors.Add("matcher trees are not supported");
+  }
+  if (!proto.has_rules()) return std::nullopt;  // "no enforcing RBAC policy"
+  auto field = errors.Scope(".rules");
+  const rbac_v3::RBAC& rules = proto.rules();
+  RbacPolicy policy;
+  switch (rules.action()) {
+    case rbac_v3::RBAC::ALLOW:
+      policy.action = RbacPolicy::Action::kAllow;
+      break;
+    case rbac_v3::RBAC::DENY:
+      policy.action = RbacPolicy::Action::kDeny;
+      break;
+    case rbac_v3::RBAC::LOG:
+      // A41: "the policy will be completely ignored, as if RBAC was not
+      // configured".
+      return std::nullopt;
+    default: {
+      auto action_field = errors.Scope(".action");
+      errors.Add("unknown action " + std::to_string(rules.action()));
+      return std::nullopt;
+    }
+  }
+  // Evaluated in lexicographic order of the names, as Envoy does.
+  std::vector<const std::string*> names;
+  for (const auto& [name, unused] : rules.policies()) names.push_back(&name);
+  std::sort(names.begin(), names.end(), [](auto* a, auto* b) { return *a < *b; });
+  RbacCompiler compiler(policy, errors);
+  for (const std::string* name : names) {
+    auto policy_field = errors.Scope(".policies[" + *name + "]");
+    const rbac_v3::Policy& proto_policy = rules.policies().at(*name);
+    RbacPolicy::Policy compiled{.name = *name};
+    compiled.permissions = compiler.Permissions(proto_policy.permissions(), ".permissions");
+    compiled.principals = compiler.Principals(proto_policy.principals(), ".principals");
+    // A41: CEL is not supported.
+    if (proto_policy.has_condition()) {
+      auto condition_field = errors.Scope(".condition");
+      errors.Add("condition not supported");
+    }
+    if (proto_policy.has_checked_condition()) {
+      auto condition_field = errors.Scope(".checked_condition");
+      errors.Add("checked condition not supported");
+    }
+    policy.policies.push_back(std::move(compiled));
+  }
+  return policy;
+}
+
+}  // namespace
+
+std::optional<RbacPolicy> ParseRbacConfig(std::string_view serialized, ValidationErrors& errors) {
+  http_rbac_v3::RBAC proto;
+  if (!ParseProto(serialized, proto)) {
+    errors.Add("could not parse HTTP RBAC filter config");
+    return std::nullopt;
+  }
+  return CompileRbac(proto, errors);
+}
+
+std::optional<RbacPolicy> ParseRbacPerRoute(std::string_view serialized, ValidationErrors& errors) {
+  http_rbac_v3::RBACPerRoute proto;
+  if (!ParseProto(serialized, proto)) {
+    errors.Add("could not parse RBACPerRoute");
+    return std::nullopt;
+  }
+  // "If absent, the global RBAC policy will be disabled for this route."
+  if (!proto.has_rbac()) return std::nullopt;
+  auto field = errors.Scope(".rbac");
+  return CompileRbac(proto.rbac(), errors);
+}
+
+}  // namespace uxds
