@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "uxds/cancel.h"
+#include "uxds/connection_info.h"
 #include "uxds/loop.h"
 #include "uxds/status.h"
 #include "uxds/task.h"
@@ -52,8 +53,14 @@ class ServerCall {
   virtual const Metadata& request_metadata() const = 0;
   // From grpc-timeout; nullopt when the client set none.
   virtual std::optional<Loop::Clock::time_point> deadline() const = 0;
+  // The request's content-type as the client sent it ("application/grpc",
+  // "application/grpc+proto", ...).
+  virtual const std::string& content_type() const = 0;
   // "127.0.0.1:54321" style.
   virtual const std::string& peer() const = 0;
+  // Both ends' addresses and, over TLS, the client certificate's identities
+  // (SANs, subject): what authorization decisions are made on.
+  virtual const ConnectionInfo& connection() const = 0;
   virtual Loop& loop() const = 0;
 
   // The next request message; nullopt once the client half-closed, or the

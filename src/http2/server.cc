@@ -113,15 +113,19 @@ Task<void> Server::ServeConnection(std::unique_ptr<TcpSocket> socket) {
       pause.ConnectionEnded();
     }
   } served{*options_.shared_connection_quota, accept_pause_};
+  ConnectionInfo info{.local = socket->local_address().ToIpEndpoint(),
+                      .peer = socket->peer_address().ToIpEndpoint()};
   std::unique_ptr<ByteStream> transport = std::move(socket);
   if (options_.tls) {
-    StatusOr<std::unique_ptr<ByteStream>> tls = CheckAlpn(
-        co_await TlsStream::Accept(std::move(transport), options_.tls, options_.handshake_timeout));
+    StatusOr<std::unique_ptr<TlsStream>> accepted =
+        co_await TlsStream::Accept(std::move(transport), options_.tls, options_.handshake_timeout);
+    if (accepted.ok()) info.tls = (*accepted)->peer();
+    StatusOr<std::unique_ptr<ByteStream>> tls = CheckAlpn(std::move(accepted));
     if (!tls.ok()) co_return;  // the handshake failed: nothing to serve
     transport = *std::move(tls);
   }
   std::unique_ptr<ServerConnection> connection =
-      ServerConnection::Create(loop_, std::move(transport), registry_, options_);
+      ServerConnection::Create(loop_, std::move(transport), registry_, options_, std::move(info));
   live_.insert(connection.get());
   // Accepted while shutting down: tell the client with a GOAWAY.
   if (drain_grace_) connection->Drain(*drain_grace_);

@@ -41,6 +41,10 @@ Http2ServerCall::~Http2ServerCall() {
 
 const std::string& Http2ServerCall::peer() const { return server_session_->peer(); }
 
+const ConnectionInfo& Http2ServerCall::connection() const {
+  return server_session_->connection_info();
+}
+
 Task<std::optional<std::string>> Http2ServerCall::Read() {
   while (true) {
     if (has_received_message()) co_return PopReceivedMessage();
@@ -220,8 +224,11 @@ void Http2ServerCall::OnHeader(uint8_t category, std::string_view name, std::str
     grpc_encoding_ = std::string(value);
   } else if (name == "te" || name == "grpc-accept-encoding") {
     // nghttp2 only lets "te: trailers" through; we send identity regardless.
-  } else if (name == "host" && authority_.empty()) {
-    authority_ = value;
+  } else if (name == "host") {
+    // A41: one unambiguous authority per request. Host stands in for a
+    // missing :authority and is dropped beside one (pseudo-headers come
+    // first, so :authority is known by now); two Hosts are malformed.
+    if (++host_headers_ == 1 && authority_.empty()) authority_ = value;
   } else {
     AppendReceivedMetadata(request_metadata_, name, value);
   }

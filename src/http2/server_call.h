@@ -36,7 +36,9 @@ class Http2ServerCall final : public ServerCall, private detail::Http2Stream {
   const std::string& authority() const override { return authority_; }
   const Metadata& request_metadata() const override { return request_metadata_; }
   std::optional<Loop::Clock::time_point> deadline() const override { return deadline_; }
+  const std::string& content_type() const override { return content_type_; }
   const std::string& peer() const override;
+  const ConnectionInfo& connection() const override;
   Loop& loop() const override { return loop_; }
   Task<std::optional<std::string>> Read() override;
   Task<Status> Write(std::string_view message) override;
@@ -88,6 +90,7 @@ class Http2ServerCall final : public ServerCall, private detail::Http2Stream {
   std::optional<std::string> grpc_encoding_;
   Metadata request_metadata_;
   size_t header_list_size_ = 0;
+  int host_headers_ = 0;
   bool header_list_too_large_ = false;
   std::optional<Loop::Clock::time_point> deadline_;
   std::unique_ptr<Timer> deadline_timer_;

@@ -8,10 +8,11 @@ namespace uxds::http2 {
 
 std::unique_ptr<ServerConnection> ServerConnection::Create(
     Loop& loop, std::unique_ptr<ByteStream> transport,
-    std::shared_ptr<const ServiceRegistry> registry, const ServerOptions& options) {
+    std::shared_ptr<const ServiceRegistry> registry, const ServerOptions& options,
+    ConnectionInfo connection_info) {
   return std::unique_ptr<ServerConnection>(
-      new ServerConnection(std::make_unique<detail::ServerSession>(loop, std::move(transport),
-                                                                   std::move(registry), options)));
+      new ServerConnection(std::make_unique<detail::ServerSession>(
+          loop, std::move(transport), std::move(registry), options, std::move(connection_info))));
 }
 
 ServerConnection::ServerConnection(std::unique_ptr<detail::ServerSession> session)

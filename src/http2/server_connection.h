@@ -17,6 +17,7 @@
 #include "http2/server_options.h"
 #include "http2/service_registry.h"
 #include "runtime/byte_stream.h"
+#include "uxds/connection_info.h"
 #include "uxds/loop.h"
 #include "uxds/status.h"
 #include "uxds/task.h"
@@ -29,9 +30,11 @@ class ServerSession;
 
 class ServerConnection {
  public:
+  // `connection_info` is what calls report as ServerCall::connection().
   static std::unique_ptr<ServerConnection> Create(Loop& loop, std::unique_ptr<ByteStream> transport,
                                                   std::shared_ptr<const ServiceRegistry> registry,
-                                                  const ServerOptions& options);
+                                                  const ServerOptions& options,
+                                                  ConnectionInfo connection_info = {});
   // Serve() must have returned (or never have been called).
   ~ServerConnection();
   ServerConnection(const ServerConnection&) = delete;

@@ -68,10 +68,11 @@ std::chrono::milliseconds Jittered(std::chrono::milliseconds age) {
 
 ServerSession::ServerSession(Loop& loop, std::unique_ptr<ByteStream> transport,
                              std::shared_ptr<const ServiceRegistry> registry,
-                             const ServerOptions& options)
+                             const ServerOptions& options, ConnectionInfo connection_info)
     : Http2Session(loop, std::move(transport), Role::kServer, SessionOptionsFor(options)),
       registry_(std::move(registry)),
       server_options_(options),
+      connection_info_(std::move(connection_info)),
       handlers_(loop),
       calls_changed_(loop),
       idle_since_(Loop::Clock::now()) {}
@@ -95,6 +96,12 @@ void ServerSession::OnRequestHeaders(Http2ServerCall* call) {
     call->RespondWithoutHandler(
         431, ResourceExhaustedError("request metadata exceeds the limit of " +
                                     std::to_string(server_options_.max_metadata_size) + " bytes"));
+    return;
+  }
+  // A41, RFC 7230 section 5.4: a request with several Host headers is
+  // answered 400 (gRPC status INTERNAL).
+  if (call->host_headers_ > 1) {
+    call->RespondWithoutHandler(400, InternalError("request has more than one Host header"));
     return;
   }
   if (call->method_ != "POST") {

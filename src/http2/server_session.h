@@ -19,7 +19,8 @@ inline constexpr std::chrono::milliseconds kDrainPingTimeout{1000};
 class ServerSession final : public Http2Session {
  public:
   ServerSession(Loop& loop, std::unique_ptr<ByteStream> transport,
-                std::shared_ptr<const ServiceRegistry> registry, const ServerOptions& options);
+                std::shared_ptr<const ServiceRegistry> registry, const ServerOptions& options,
+                ConnectionInfo connection_info);
   ~ServerSession() override;
 
   // Graceful drain (see ServerConnection::Drain). A call while draining
@@ -32,6 +33,7 @@ class ServerSession final : public Http2Session {
   // max_connection_idle, or once it is max_connection_age old (jittered).
   void ManageConnection();
   bool draining() const { return draining_; }
+  const ConnectionInfo& connection_info() const { return connection_info_; }
   // Calls whose handler runs or whose stream is still open.
   size_t active_calls() const { return calls_.size(); }
   Task<void> JoinHandlers() { co_await handlers_.Join(); }
@@ -54,6 +56,7 @@ class ServerSession final : public Http2Session {
 
   const std::shared_ptr<const ServiceRegistry> registry_;
   const ServerOptions server_options_;
+  const ConnectionInfo connection_info_;
   TaskGroup handlers_;
   std::unordered_map<Http2ServerCall*, std::unique_ptr<Http2ServerCall>> calls_;
   AsyncCondition calls_changed_;

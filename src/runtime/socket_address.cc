@@ -76,6 +76,24 @@ uint16_t SocketAddress::port() const {
   return 0;
 }
 
+IpEndpoint SocketAddress::ToIpEndpoint() const {
+  IpEndpoint endpoint;
+  endpoint.port = port();
+  if (family() == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(&storage_);
+    std::memcpy(endpoint.ip.data(), &in->sin_addr, 4);
+  } else if (family() == AF_INET6) {
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&storage_);
+    if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {
+      std::memcpy(endpoint.ip.data(), in6->sin6_addr.s6_addr + 12, 4);
+    } else {
+      std::memcpy(endpoint.ip.data(), in6->sin6_addr.s6_addr, 16);
+      endpoint.is_ipv6 = true;
+    }
+  }
+  return endpoint;
+}
+
 std::string SocketAddress::IpString() const {
   char buf[INET6_ADDRSTRLEN] = {};
   if (family() == AF_INET) {

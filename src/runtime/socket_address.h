@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "uxds/connection_info.h"
 #include "uxds/status.h"
 
 namespace uxds {
@@ -29,6 +30,9 @@ class SocketAddress {
   std::string ToString() const;
   // "127.0.0.1" / "::1".
   std::string IpString() const;
+  // The address as bytes and port; an IPv4-mapped IPv6 address becomes the
+  // IPv4 address it stands for. All zero for a non-IP address.
+  IpEndpoint ToIpEndpoint() const;
 
   friend bool operator==(const SocketAddress& a, const SocketAddress& b);
 

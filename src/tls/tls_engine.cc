@@ -209,7 +209,15 @@ StatusOr<bool> TlsEngine::Handshake() {
   SSL_get0_alpn_selected(ssl_, &alpn, &alpn_len);
   alpn_.assign(reinterpret_cast<const char*>(alpn), alpn_len);
   bssl::UniquePtr<X509> peer(SSL_get_peer_certificate(ssl_));
-  if (peer != nullptr) peer_subject_ = SubjectOf(peer.get());
+  if (peer != nullptr) {
+    // A41: what RBAC's authenticated.principal_name is matched against.
+    peer_.has_certificate = true;
+    peer_.subject = SubjectOf(peer.get());
+    for (SubjectAltName& san : SubjectAltNamesOf(peer.get())) {
+      if (san.type == SubjectAltName::Type::kUri) peer_.uri_sans.push_back(std::move(san.value));
+      if (san.type == SubjectAltName::Type::kDns) peer_.dns_sans.push_back(std::move(san.value));
+    }
+  }
   UXDS_RETURN_IF_ERROR(CheckNegotiatedAlpn());
   return true;
 }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "tls/tls_context.h"
+#include "uxds/connection_info.h"
 #include "uxds/status.h"
 
 struct ssl_st;
@@ -90,7 +91,9 @@ class TlsEngine {
 
   // After the handshake.
   const std::string& negotiated_alpn() const { return alpn_; }
-  const std::string& peer_certificate_subject() const { return peer_subject_; }
+  const std::string& peer_certificate_subject() const { return peer_.subject; }
+  // The peer certificate's identities (empty without one).
+  const TlsPeer& peer() const { return peer_; }
   std::string protocol_version() const;
 
  private:
@@ -112,7 +115,7 @@ class TlsEngine {
   bool handshake_done_ = false;
   std::shared_ptr<const void> context_;  // keeps the SSL_CTX's owner alive
   std::string alpn_;
-  std::string peer_subject_;
+  TlsPeer peer_;
   // Received ciphertext: input_[input_begin_, input_end_) is not yet read by
   // BoringSSL; input_[input_end_, size) is free room.
   std::vector<uint8_t> input_;

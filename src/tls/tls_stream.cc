@@ -108,6 +108,8 @@ Task<StatusOr<std::unique_ptr<TlsStream>>> TlsStream::Handshake(std::unique_ptr<
 
 std::string TlsStream::negotiated_alpn() const { return engine_->negotiated_alpn(); }
 
+const TlsPeer& TlsStream::peer() const { return engine_->peer(); }
+
 std::string TlsStream::PeerCertificateSubject() const {
   return engine_->peer_certificate_subject();
 }

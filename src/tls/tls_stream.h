@@ -17,6 +17,7 @@
 
 #include "runtime/byte_stream.h"
 #include "tls/tls_context.h"
+#include "uxds/connection_info.h"
 #include "uxds/loop.h"
 #include "uxds/status.h"
 #include "uxds/task.h"
@@ -52,6 +53,9 @@ class TlsStream final : public ByteStream {
   // The peer certificate's subject (RFC 2253 form, e.g. "CN=server"), for
   // logs and tests; empty when the peer sent no certificate.
   std::string PeerCertificateSubject() const;
+  // The peer certificate's URI and DNS SANs and subject (A41), for servers
+  // to authorize calls on; empty without a certificate.
+  const TlsPeer& peer() const;
   // "TLSv1.3" / "TLSv1.2".
   std::string protocol_version() const;
   // TLS 1.3: sends a KeyUpdate that also asks the peer to update its keys
