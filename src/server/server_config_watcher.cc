@@ -184,7 +184,8 @@ std::shared_ptr<const ServingConfig> ServerConfigWatcher::BuildConfig(
       table = std::make_shared<const RouteTable>(std::make_shared<const RouteConfigResource>(
           std::get<RouteConfigResource>(chain.http_connection_manager.route_config)));
     }
-    return MakeRoutedRegistry(registry_, std::move(table));
+    return MakeRoutedRegistry(registry_, std::move(table),
+                              chain.http_connection_manager.http_filters);
   };
   auto tls_for = [this](const FilterChain& chain) -> std::shared_ptr<const DownstreamTls> {
     return callbacks_.tls_for ? callbacks_.tls_for(chain) : nullptr;

@@ -4,6 +4,7 @@
 #include <utility>
 #include <variant>
 
+#include "xds/resources/rbac_parser.h"
 #include "xds/routing/route_selection.h"
 
 namespace uxds::server {
@@ -38,8 +39,9 @@ void RouteTable::Set(Routes routes) {
   // still holding it.
 }
 
-Status CheckRoute(const StatusOr<std::shared_ptr<const RouteConfigResource>>& routes,
-                  const http2::ServerCall& call) {
+StatusOr<ServerRoute> SelectServerRoute(
+    const StatusOr<std::shared_ptr<const RouteConfigResource>>& routes,
+    const http2::ServerCall& call) {
   // A36: an RDS resource NACKed without a previous good version, unavailable
   // or nonexistent fails every RPC of its HttpConnectionManager.
   if (!routes.ok()) {
@@ -67,25 +69,67 @@ Status CheckRoute(const StatusOr<std::shared_ptr<const RouteConfigResource>>& ro
     return Status(StatusCode::kUnavailable,
                   "the route matching " + call.method() + " has no non_forwarding_action");
   }
+  return ServerRoute{virtual_host, route};
+}
+
+Status CheckRbac(std::span<const HttpConnectionManager::HttpFilter> filters,
+                 const ServerRoute& route, const http2::ServerCall& call) {
+  const RbacRequest request{
+      .path = call.method(),
+      // A41: the server refuses every :method but POST before a call exists
+      // (ServerSession::OnRequestHeaders), so POST is the method seen here.
+      .http_method = "POST",
+      .authority = call.authority(),
+      .content_type = call.content_type(),
+      .metadata = call.request_metadata(),
+      .connection = &call.connection(),
+  };
+  for (const HttpConnectionManager::HttpFilter& filter : filters) {
+    if (filter.config_type != kRbacConfigType) continue;
+    // A39: the route's override wins over the virtual host's, which wins
+    // over the filter's own config.
+    const std::optional<RbacPolicy>* policy = &filter.rbac;
+    if (auto it = route.route->filter_overrides.find(filter.name);
+        it != route.route->filter_overrides.end()) {
+      policy = &it->second.rbac;
+    } else if (auto vit = route.virtual_host->filter_overrides.find(filter.name);
+               vit != route.virtual_host->filter_overrides.end()) {
+      policy = &vit->second.rbac;
+    }
+    // A41: a denied RPC fails PERMISSION_DENIED and never reaches its handler.
+    if (policy->has_value() && !(*policy)->Allows(request)) {
+      return Status(StatusCode::kPermissionDenied, "Unauthorized RPC rejected");
+    }
+  }
   return Status();
 }
 
 std::shared_ptr<const http2::ServiceRegistry> MakeRoutedRegistry(
-    std::shared_ptr<const http2::ServiceRegistry> registry,
-    std::shared_ptr<const RouteTable> table) {
+    std::shared_ptr<const http2::ServiceRegistry> registry, std::shared_ptr<const RouteTable> table,
+    std::vector<HttpConnectionManager::HttpFilter> http_filters) {
   auto routed = std::make_shared<http2::ServiceRegistry>();
-  // Every path goes through the fallback: routing comes before dispatch.
-  routed->SetFallbackHandler([registry = std::move(registry),
-                              table = std::move(table)](http2::ServerCall& call) -> Task<Status> {
-    const Status routed_ok = CheckRoute(*table->Current(), call);
-    if (!routed_ok.ok()) co_return routed_ok;
-    const http2::Handler* handler = registry->Find(call.method());
-    if (handler == nullptr) {
-      co_return Status(StatusCode::kUnimplemented, "unknown method " + call.method());
-    }
-    Status handled = co_await (*handler)(call);
-    co_return handled;
+  // Only the filters that act on an RPC stay (the router is the routing
+  // above).
+  std::erase_if(http_filters, [](const HttpConnectionManager::HttpFilter& filter) {
+    return filter.config_type != kRbacConfigType;
   });
+  // Every path goes through the fallback: routing comes before dispatch.
+  routed->SetFallbackHandler(
+      [registry = std::move(registry), table = std::move(table),
+       filters = std::move(http_filters)](http2::ServerCall& call) -> Task<Status> {
+        // Held until the checks end: the route points into it.
+        const std::shared_ptr<const RouteTable::Routes> routes = table->Current();
+        StatusOr<ServerRoute> route = SelectServerRoute(*routes, call);
+        if (!route.ok()) co_return route.status();
+        const Status allowed = CheckRbac(filters, *route, call);
+        if (!allowed.ok()) co_return allowed;
+        const http2::Handler* handler = registry->Find(call.method());
+        if (handler == nullptr) {
+          co_return Status(StatusCode::kUnimplemented, "unknown method " + call.method());
+        }
+        Status handled = co_await (*handler)(call);
+        co_return handled;
+      });
   return routed;
 }
 

@@ -11,10 +11,12 @@
 
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "http2/service_registry.h"
+#include "uxds/resources/listener.h"
 #include "uxds/resources/route_config.h"
 #include "uxds/status.h"
 
@@ -47,18 +49,34 @@ class RouteTable {
   std::shared_ptr<const Routes> current_;
 };
 
-// A36: OK if the RPC may reach its handler, else UNAVAILABLE saying why (no
-// virtual host for the authority, no route, a route whose action is not
-// non_forwarding_action, or the RouteConfiguration's own error). Never
-// NOT_FOUND (A54: reserved for applications).
-Status CheckRoute(const StatusOr<std::shared_ptr<const RouteConfigResource>>& routes,
-                  const http2::ServerCall& call);
+// The virtual host and route an RPC matched; both point into the
+// RouteConfiguration version the caller holds.
+struct ServerRoute {
+  const RouteConfigResource::VirtualHost* virtual_host = nullptr;
+  const RouteConfigResource::Route* route = nullptr;
+};
 
-// A registry that routes every RPC through `table` before handing it to the
+// A36: the route of an RPC that may reach its handler, else UNAVAILABLE
+// saying why (no virtual host for the authority, no route, a route whose
+// action is not non_forwarding_action, or the RouteConfiguration's own
+// error). Never NOT_FOUND (A54: reserved for applications).
+StatusOr<ServerRoute> SelectServerRoute(
+    const StatusOr<std::shared_ptr<const RouteConfigResource>>& routes,
+    const http2::ServerCall& call);
+
+// A41: runs the HttpConnectionManager's RBAC filters, in order, on an RPC
+// that matched `route`, each with the most specific policy (the route's
+// RBACPerRoute, else the virtual host's, else the filter's own).
+// PERMISSION_DENIED if one of them denies it.
+Status CheckRbac(std::span<const HttpConnectionManager::HttpFilter> filters,
+                 const ServerRoute& route, const http2::ServerCall& call);
+
+// A registry that routes every RPC through `table`, then through the RBAC
+// filters among `http_filters` (A41), before handing it to the
 // application's `registry`.
 std::shared_ptr<const http2::ServiceRegistry> MakeRoutedRegistry(
-    std::shared_ptr<const http2::ServiceRegistry> registry,
-    std::shared_ptr<const RouteTable> table);
+    std::shared_ptr<const http2::ServiceRegistry> registry, std::shared_ptr<const RouteTable> table,
+    std::vector<HttpConnectionManager::HttpFilter> http_filters = {});
 
 // A36 "configuration error logging": the problems that make RPCs fail with
 // UNAVAILABLE although the configuration is applied: an RDS error, or a

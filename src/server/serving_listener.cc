@@ -110,12 +110,13 @@ Task<void> ServingListener::BindAndAccept() {
     // each ends within the drain grace time. The count is the server's, over
     // all its loops.
     bool counted = false;
+    ConnectionAddresses addresses;
     if (config_ != nullptr) {
       counted = quota.TryTake();
       if (!counted) accept_pause_.Refused(quota.limit());
     }
     if (counted) {
-      const ConnectionAddresses addresses{(*socket)->local_address(), (*socket)->peer_address()};
+      addresses = {(*socket)->local_address(), (*socket)->peer_address()};
       // A29: the chain, and so the security, is chosen before the
       // handshake.
       if (const FilterChain* chain = config_->matcher->Select(addresses)) {
@@ -132,12 +133,14 @@ Task<void> ServingListener::BindAndAccept() {
     }
     accept_pause_.Accepted();
     ++serving_;
-    connections_.Spawn(
-        ServeConnection(*std::move(socket), std::move(registry), std::move(tls), generation_));
+    ConnectionInfo info{.local = addresses.local.ToIpEndpoint(),
+                        .peer = addresses.peer.ToIpEndpoint()};
+    connections_.Spawn(ServeConnection(*std::move(socket), std::move(info), std::move(registry),
+                                       std::move(tls), generation_));
   }
 }
 
-Task<void> ServingListener::ServeConnection(std::unique_ptr<TcpSocket> socket,
+Task<void> ServingListener::ServeConnection(std::unique_ptr<TcpSocket> socket, ConnectionInfo info,
                                             std::shared_ptr<const http2::ServiceRegistry> registry,
                                             std::shared_ptr<const DownstreamTls> tls,
                                             uint64_t generation) {
@@ -160,13 +163,17 @@ Task<void> ServingListener::ServeConnection(std::unique_ptr<TcpSocket> socket,
     // failed handshake, closes the connection.
     StatusOr<std::shared_ptr<TlsServerContext>> context = co_await tls->Context(loop_);
     if (!context.ok()) co_return;
-    StatusOr<std::unique_ptr<ByteStream>> secured = http2::CheckAlpn(co_await TlsStream::Accept(
-        std::move(transport), *std::move(context), options_.connection_options.handshake_timeout));
+    StatusOr<std::unique_ptr<TlsStream>> accepted = co_await TlsStream::Accept(
+        std::move(transport), *std::move(context), options_.connection_options.handshake_timeout);
+    // A41: RBAC authorizes calls on the client certificate's identities.
+    if (accepted.ok()) info.tls = (*accepted)->peer();
+    StatusOr<std::unique_ptr<ByteStream>> secured = http2::CheckAlpn(std::move(accepted));
     if (!secured.ok()) co_return;
     transport = *std::move(secured);
   }
-  std::unique_ptr<http2::ServerConnection> connection = http2::ServerConnection::Create(
-      loop_, std::move(transport), std::move(registry), options_.connection_options);
+  std::unique_ptr<http2::ServerConnection> connection =
+      http2::ServerConnection::Create(loop_, std::move(transport), std::move(registry),
+                                      options_.connection_options, std::move(info));
   live_.emplace(connection.get(), generation);
   if (shutdown_grace_) {
     connection->Drain(*shutdown_grace_);

@@ -72,7 +72,7 @@ class ServingListener {
 
  private:
   Task<void> BindAndAccept();
-  Task<void> ServeConnection(std::unique_ptr<TcpSocket> socket,
+  Task<void> ServeConnection(std::unique_ptr<TcpSocket> socket, ConnectionInfo info,
                              std::shared_ptr<const http2::ServiceRegistry> registry,
                              std::shared_ptr<const DownstreamTls> tls, uint64_t generation);
   // Drains every connection accepted under a generation before `generation_`.

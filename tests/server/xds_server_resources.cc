@@ -13,6 +13,13 @@ namespace {
 
 using envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager;
 
+google::protobuf::Any AnyOf(const std::pair<std::string, std::string>& type_and_value) {
+  google::protobuf::Any any;
+  any.set_type_url(type_and_value.first);
+  any.set_value(type_and_value.second);
+  return any;
+}
+
 void FillRoutes(envoy::config::route::v3::RouteConfiguration& config, const std::string& name,
                 const ServerRoutes& routes) {
   config.set_name(name);
@@ -20,9 +27,17 @@ void FillRoutes(envoy::config::route::v3::RouteConfiguration& config, const std:
   vhost->set_name("server");
   // A std::string: g++ 12 warns falsely (-Wrestrict) on the const char* overload.
   vhost->add_domains(std::string("*"));
+  for (const auto& [filter, config] : routes.virtual_host_overrides) {
+    (*vhost->mutable_typed_per_filter_config())[filter] = AnyOf(config);
+  }
   for (const auto& [prefix, action] : routes.routes) {
     auto* route = vhost->add_routes();
     route->mutable_match()->set_prefix(prefix);
+    if (auto it = routes.route_overrides.find(prefix); it != routes.route_overrides.end()) {
+      for (const auto& [filter, config] : it->second) {
+        (*route->mutable_typed_per_filter_config())[filter] = AnyOf(config);
+      }
+    }
     if (action == ServerRouteAction::kNonForwarding) {
       route->mutable_non_forwarding_action();
     } else {
@@ -58,6 +73,11 @@ void FillChain(envoy::config::listener::v3::FilterChain& out, const ServerChain&
   } else {
     hcm.mutable_rds()->mutable_config_source()->mutable_ads();
     hcm.mutable_rds()->set_route_config_name(chain.rds_name);
+  }
+  for (const auto& [name, config] : chain.http_filters) {
+    auto* filter = hcm.add_http_filters();
+    filter->set_name(name);
+    *filter->mutable_typed_config() = AnyOf(config);
   }
   auto* router = hcm.add_http_filters();
   router->set_name("router");

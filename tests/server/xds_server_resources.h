@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "support/fake_control_plane.h"
@@ -19,6 +21,12 @@ struct ServerRoutes {
   // Path prefix -> action, in order; "" matches every path.
   std::vector<std::pair<std::string, ServerRouteAction>> routes = {
       {"", ServerRouteAction::kNonForwarding}};
+  // A39 typed_per_filter_config: filter name -> the override as a
+  // google.protobuf.Any (type URL, serialized message), on the virtual host
+  // and on the route of a prefix.
+  std::map<std::string, std::pair<std::string, std::string>> virtual_host_overrides = {};
+  std::map<std::string, std::map<std::string, std::pair<std::string, std::string>>>
+      route_overrides = {};
 };
 
 struct ServerChain {
@@ -36,6 +44,9 @@ struct ServerChain {
   std::string tls_identity = {};
   std::string tls_ca = {};
   bool require_client_certificate = false;
+  // HTTP filters before the router: name -> the config as a
+  // google.protobuf.Any (type URL, serialized message).
+  std::vector<std::pair<std::string, std::pair<std::string, std::string>>> http_filters = {};
 };
 
 // Spec helpers (designated initializers that leave fields out trip
