@@ -55,15 +55,22 @@ TEST(DemoTest, BuiltInConfigPassesEveryStep) {
 }
 
 // A29: the same demo over mutual TLS that only xDS configured, with the
-// certificates the demo makes, and a seventh step: clients without a
-// certificate refused.
+// certificates the demo makes, a seventh step: clients without a
+// certificate refused, and an eighth: a call the servers' RBAC policy
+// refuses (A41).
 TEST(DemoTest, MutualTlsPassesEveryStep) {
   const ToolRun run = RunTool(UXDS_TOOL_PATH, {"demo", "--mtls"}, "", std::chrono::seconds(120));
-  ExpectAllStepsPass(run, 7);
+  ExpectAllStepsPass(run, 8);
   std::string output;
   for (const std::string& line : run.lines) output += line + "\n";
-  EXPECT_NE(output.find("[7/7] PASS  server p0-1 refuses clients without a certificate from the "
+  EXPECT_NE(output.find("[7/8] PASS  server p0-1 refuses clients without a certificate from the "
                         "demo CA: plaintext: UNAVAILABLE; TLS without a certificate: UNAVAILABLE"),
+            std::string::npos)
+      << output;
+  EXPECT_NE(output.find("[8/8] PASS  RBAC on the servers refuses "
+                        "/grpc.testing.TestService/UnimplementedCall to "
+                        "spiffe://uxds-demo/ns/demo/sa/client (the other steps' calls were "
+                        "admitted): PERMISSION_DENIED \"Unauthorized RPC rejected\""),
             std::string::npos)
       << output;
 }

@@ -6,7 +6,8 @@
 // back, and the CSDS tables. Each step prints what it checked and PASS or
 // FAIL; the exit status is 1 when one failed. With --mtls every call is
 // mutual TLS configured only by xDS (A29), with certificates the demo makes,
-// and a last step shows a client without a certificate refused.
+// a seventh step shows clients without a certificate refused and an eighth a
+// call the servers' RBAC policy refuses.
 //
 // However it ends (its steps, a failure, SIGINT, SIGTERM, its stdout closing)
 // it leaves nothing behind: its children are stopped and its temporary
@@ -116,7 +117,7 @@ class Demo {
     if (StdoutFailed("uxds demo")) DemoCleanup::Get().StopAllAndExit(kExitRuntimeError);
     failures_ += pass ? 0 : 1;
   }
-  int steps() const { return args_.mtls ? 7 : 6; }
+  int steps() const { return args_.mtls ? 8 : 6; }
   Task<Status> Prepare();
   // After a failure: the end of each child's stderr, before the directory
   // that holds them goes.
@@ -145,6 +146,7 @@ class Demo {
   Task<void> FailoverAndRecovery(DemoClient& client);
   Task<void> ShowCsds();
   Task<void> RefuseClientsWithoutCertificates();
+  Task<void> RefuseCallByRbac(Channel& channel);
   // --mtls: TLS to a server's own port (CSDS), with or without the demo's
   // client certificate.
   ChannelCredentials TlsToServers(bool with_certificate) const {
@@ -373,6 +375,21 @@ Task<void> Demo::RefuseClientsWithoutCertificates() {
            outcomes);
 }
 
+// A41: the servers' RBAC policy admits the demo client's identity to every
+// test service method but one; that one is refused before any handler runs.
+Task<void> Demo::RefuseCallByRbac(Channel& channel) {
+  CallOptions call;
+  call.timeout = 5s;
+  StatusOr<UnaryResponse> reply = co_await channel.UnaryCall(kRbacRefusedMethod, "", call);
+  const bool refused = !reply.ok() && reply.status().code() == StatusCode::kPermissionDenied;
+  Step(8, refused,
+       std::string("RBAC on the servers refuses ") + kRbacRefusedMethod + " to " + kDemoClientSan +
+           " (the other steps' calls were admitted): " +
+           (reply.ok() ? std::string("answered")
+                       : std::string(StatusCodeName(reply.status().code())) + " \"" +
+                             reply.status().message() + "\""));
+}
+
 Task<int> Demo::Run() {
   const Clock::time_point start = Clock::now();
   const Status prepared = co_await Prepare();
@@ -399,7 +416,10 @@ Task<int> Demo::Run() {
   co_await SpreadAndStickiness(client);
   co_await FailoverAndRecovery(client);
   co_await ShowCsds();
-  if (args_.mtls) co_await RefuseClientsWithoutCertificates();
+  if (args_.mtls) {
+    co_await RefuseClientsWithoutCertificates();
+    co_await RefuseCallByRbac(**channel);
+  }
   co_await (*channel)->Shutdown();
   pool_.reset();
   const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
@@ -443,7 +463,8 @@ int RunDemo(const std::vector<std::string>& args) {
   app.add_option("--calls", parsed.calls, "calls in the spread step")->check(CLI::Range(8, 100000));
   app.add_flag("--mtls", parsed.mtls,
                "every call over mutual TLS configured only by xDS (A29), with certificates the\n"
-               "demo makes; a last step shows a client without a certificate refused")
+               "demo makes; later steps show clients without a certificate refused, and a call\n"
+               "the servers' RBAC policy (A41) denies")
       ->excludes("--config")
       ->excludes("--write-config");
   if (auto rc = ParseCommandLine(app, args)) return *rc;

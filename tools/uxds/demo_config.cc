@@ -26,6 +26,7 @@ constexpr char kUpstreamTlsType[] =
     "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext";
 constexpr char kDownstreamTlsType[] =
     "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext";
+constexpr char kRbacType[] = "type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBAC";
 constexpr int kPriority0Servers = 4;
 
 // An ADS ConfigSource: RDS and EDS come over the same stream (A27).
@@ -130,6 +131,29 @@ DemoJson UpstreamMutualTls() {
          {{"ca_certificate_provider_instance", {{"instance_name", kDemoCa}}},
           {"match_subject_alt_names", DemoJson::array({{{"exact", kDemoServerSan}}})}}}}}};
   return {{"name", "envoy.transport_sockets.tls"}, {"typed_config", tls}};
+}
+
+// A41: the servers admit the demo client's identity (its SPIFFE ID) for the
+// test service and CSDS, except kRbacRefusedMethod; anyone else, nothing.
+DemoJson RbacFilter() {
+  auto prefix = [](const char* prefix) {
+    return DemoJson{{"url_path", {{"path", {{"prefix", prefix}}}}}};
+  };
+  DemoJson permission = {
+      {"and_rules",
+       {{"rules",
+         DemoJson::array(
+             {{{"or_rules",
+                {{"rules", DemoJson::array({prefix("/grpc.testing.TestService/"),
+                                            prefix("/envoy.service.status.v3.")})}}}},
+              {{"not_rule", {{"url_path", {{"path", {{"exact", kRbacRefusedMethod}}}}}}}}})}}}};
+  DemoJson principal = {{"authenticated", {{"principal_name", {{"exact", kDemoClientSan}}}}}};
+  DemoJson rules = {{"action", "ALLOW"},
+                    {"policies",
+                     {{"demo-client",
+                       {{"permissions", DemoJson::array({permission})},
+                        {"principals", DemoJson::array({principal})}}}}}};
+  return {{"name", "rbac"}, {"typed_config", {{"@type", kRbacType}, {"rules", rules}}}};
 }
 
 // The servers' side: their identity, and client certificates required and
@@ -288,7 +312,12 @@ Status WriteBuiltInConfig(const std::string& dir, const std::vector<uint16_t>& p
                                                          {"endpoints-demo.json", Endpoints(ports)}};
   for (uint16_t port : ports) {
     DemoJson listener = ServerListener(port);
-    if (mtls) listener["filter_chains"][0]["transport_socket"] = DownstreamMutualTls();
+    if (mtls) {
+      DemoJson& chain = listener["filter_chains"][0];
+      chain["transport_socket"] = DownstreamMutualTls();
+      DemoJson& filters = chain["filters"][0]["typed_config"]["http_filters"];
+      filters.insert(filters.begin(), RbacFilter());
+    }
     files.emplace_back("listener-server-" + std::to_string(port) + ".json", std::move(listener));
   }
   for (const auto& [name, json] : files) {

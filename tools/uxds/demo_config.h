@@ -33,6 +33,8 @@ inline constexpr char kServerListenerTemplate[] = "grpc/server?xds.resource.list
 inline constexpr char kDemoCa[] = "demo-ca";
 inline constexpr char kDemoServerIdentity[] = "server-identity";
 inline constexpr char kDemoClientIdentity[] = "client-identity";
+// --mtls: the method the servers' RBAC policy (A41) refuses the demo client.
+inline constexpr char kRbacRefusedMethod[] = "/grpc.testing.TestService/UnimplementedCall";
 
 // Writes the built-in resources into `dir`, one proto3 JSON file each: the
 // client Listener "demo" (RDS "demo-route"), the RouteConfiguration (every
@@ -41,7 +43,9 @@ inline constexpr char kDemoClientIdentity[] = "client-identity";
 // priority 0, two in priority 1, on `ports`) and one server Listener per
 // endpoint whose route lets every RPC in (A36 non_forwarding_action).
 // With `mtls` (A29), the Cluster's UpstreamTlsContext and each server
-// Listener's DownstreamTlsContext make every call mutual TLS.
+// Listener's DownstreamTlsContext make every call mutual TLS, and each
+// server Listener's RBAC filter (A41) admits only the demo client's
+// identity, to every method but kRbacRefusedMethod.
 Status WriteBuiltInConfig(const std::string& dir, const std::vector<uint16_t>& ports,
                           bool mtls = false);
 
