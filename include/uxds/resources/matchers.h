@@ -74,6 +74,9 @@ struct HeaderMatcher {
   int64_t range_end = 0;
   bool present_match = false;  // kPresent
   bool invert_match = false;
+  // treat_missing_header_as_empty (RBAC only): a missing header is matched
+  // as "" by every type but kPresent.
+  bool treat_missing_as_empty = false;
 
   // `value`: the header's value (several values joined with ','), nullopt
   // if the request does not carry it.

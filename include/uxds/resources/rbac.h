@@ -3,8 +3,9 @@
 // RouteConfiguration is decoded: every Permission and Principal tree is
 // flattened into one array of rules whose children are index ranges, and
 // every matcher (header, string, CIDR) is built once. A check walks those
-// arrays; it allocates nothing (a header with several values is joined in a
-// buffer the calling thread keeps) and takes no lock. Plain values with deep
+// arrays and allocates nothing itself (a header with several values is
+// joined in a buffer the calling thread keeps); a safe_regex matcher runs
+// RE2, whose DFA cache may allocate the first times. Plain values with deep
 // equality, like the resources that hold them.
 #pragma once
 

@@ -42,6 +42,7 @@ HttpFilterConfig ParseRbacFilterConfig(const XdsExtension& extension, Validation
   HttpFilterConfig config{.config_type = std::string(kRbacConfigType)};
   if (extension.typed_struct.has_value()) {
     errors.Add("could not parse HTTP RBAC filter config");
+    config.rbac = RbacPolicy{};  // denies everything (fails closed)
     return config;
   }
   config.rbac = ParseRbacConfig(extension.serialized_value, errors);
@@ -52,6 +53,7 @@ HttpFilterConfig ParseRbacOverride(const XdsExtension& extension, ValidationErro
   HttpFilterConfig config{.config_type = std::string(kRbacPerRouteConfigType)};
   if (extension.typed_struct.has_value()) {
     errors.Add("could not parse RBACPerRoute");
+    config.rbac = RbacPolicy{};  // denies everything (fails closed)
     return config;
   }
   config.rbac = ParseRbacPerRoute(extension.serialized_value, errors);

@@ -95,6 +95,9 @@ std::string StringMatcher::ToString() const {
 }
 
 bool HeaderMatcher::Matches(std::optional<std::string_view> value) const {
+  if (!value.has_value() && treat_missing_as_empty && type != Type::kPresent) {
+    value = std::string_view();
+  }
   bool match = false;
   if (type == Type::kPresent) {
     match = value.has_value() == present_match;

@@ -23,6 +23,7 @@ std::string HeaderText(const HeaderMatcher& header) {
       break;
   }
   if (header.invert_match) text += " (invert)";
+  if (header.treat_missing_as_empty) text += " (missing as empty)";
   return text;
 }
 

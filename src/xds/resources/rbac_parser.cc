@@ -27,6 +27,7 @@ class RbacCompiler {
 
   uint32_t Permissions(const google::protobuf::RepeatedPtrField<rbac_v3::Permission>& list,
                        std::string_view field_name) {
+    RequireMembers(list.size(), field_name);
     std::vector<uint32_t> members;
     for (int i = 0; i < list.size(); ++i) {
       auto field = errors_.Scope(std::string(field_name) + "[" + std::to_string(i) + "]");
@@ -37,6 +38,7 @@ class RbacCompiler {
 
   uint32_t Principals(const google::protobuf::RepeatedPtrField<rbac_v3::Principal>& list,
                       std::string_view field_name) {
+    RequireMembers(list.size(), field_name);
     std::vector<uint32_t> members;
     for (int i = 0; i < list.size(); ++i) {
       auto field = errors_.Scope(std::string(field_name) + "[" + std::to_string(i) + "]");
@@ -58,7 +60,7 @@ class RbacCompiler {
         return PermissionSet(Rule::Kind::kOr, proto.or_rules());
       }
       case P::kAny:
-        return AddRule({.kind = Rule::Kind::kAny});
+        return AnyRule(proto.any());
       case P::kHeader: {
         auto field = errors_.Scope(".header");
         return Header(proto.header());
@@ -124,7 +126,7 @@ class RbacCompiler {
         return PrincipalSet(Rule::Kind::kOr, proto.or_ids());
       }
       case P::kAny:
-        return AddRule({.kind = Rule::Kind::kAny});
+        return AnyRule(proto.any());
       case P::kAuthenticated: {
         if (!proto.authenticated().has_principal_name()) {
           // A41: unset matches any TLS connection, certificate or not.
@@ -172,7 +174,25 @@ class RbacCompiler {
     }
   }
 
+  // Envoy's config validation: `any` must be true (false would read as
+  // "matches anything" here), sets and lists must not be empty (an empty
+  // `and` would match everything, an empty policy list nothing).
+  uint32_t AnyRule(bool any) {
+    if (!any) {
+      auto field = errors_.Scope(".any");
+      errors_.Add("must be true");
+    }
+    return AddRule({.kind = Rule::Kind::kAny});
+  }
+
+  void RequireMembers(int size, std::string_view field_name) {
+    if (size > 0) return;
+    auto field = errors_.Scope(field_name);
+    errors_.Add("must be non-empty");
+  }
+
   uint32_t PermissionSet(Rule::Kind kind, const rbac_v3::Permission::Set& set) {
+    RequireMembers(set.rules_size(), ".rules");
     std::vector<uint32_t> members;
     for (int i = 0; i < set.rules_size(); ++i) {
       auto field = errors_.Scope(".rules[" + std::to_string(i) + "]");
@@ -182,6 +202,7 @@ class RbacCompiler {
   }
 
   uint32_t PrincipalSet(Rule::Kind kind, const rbac_v3::Principal::Set& set) {
+    RequireMembers(set.ids_size(), ".ids");
     std::vector<uint32_t> members;
     for (int i = 0; i < set.ids_size(); ++i) {
       auto field = errors_.Scope(".ids[" + std::to_string(i) + "]");
@@ -208,6 +229,7 @@ class RbacCompiler {
     std::optional<HeaderMatcher> matcher = ParseHeaderMatcher(proto, errors_);
     if (!matcher.has_value()) return AddRule({});
     matcher->name = std::move(name);
+    matcher->treat_missing_as_empty = proto.treat_missing_header_as_empty();
     policy_.headers.push_back(*std::move(matcher));
     return AddRule({.kind = Rule::Kind::kHeader, .index = Last(policy_.headers)});
   }
@@ -231,6 +253,17 @@ class RbacCompiler {
   uint32_t Range(Rule::Kind kind, const envoy::config::core::v3::CidrRange& proto) {
     std::optional<CidrRange> range = ParseCidrRange(proto, errors_);
     if (!range.has_value()) return AddRule({});
+    // Peers on a dual-stack listener are seen as IPv4 (IpEndpoint), so an
+    // IPv4-mapped range (::ffff:10.0.0.0/104) is kept as the IPv4 range it
+    // stands for, as FilterChainMatch does (A36).
+    static constexpr uint8_t kMappedPrefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    if (range->is_ipv6 && range->prefix_len >= 96 &&
+        std::equal(std::begin(kMappedPrefix), std::end(kMappedPrefix), range->address.begin())) {
+      CidrRange v4;
+      std::copy(range->address.begin() + 12, range->address.end(), v4.address.begin());
+      v4.prefix_len = range->prefix_len - 96;
+      range = v4;
+    }
     policy_.ranges.push_back(*range);
     return AddRule({.kind = kind, .index = Last(policy_.ranges)});
   }
@@ -257,14 +290,27 @@ class RbacCompiler {
   ValidationErrors& errors_;
 };
 
+// With errors the resource is NACKed; should a caller use the result
+// anyway, it denies every RPC rather than enforce part of the rules.
+RbacPolicy DenyAll() {
+  RbacPolicy policy;  // ALLOW, no policies
+  policy.action = RbacPolicy::Action::kAllow;
+  return policy;
+}
+
 std::optional<RbacPolicy> CompileRbac(const http_rbac_v3::RBAC& proto, ValidationErrors& errors) {
+  const size_t errors_before = errors.size();
   if (proto.has_matcher()) {
     // Envoy enforces the matcher tree in place of `rules`; ignoring it would
     // let through what the control plane means to deny.
     auto field = errors.Scope(".matcher");
     errors.Add("matcher trees are not supported");
   }
-  if (!proto.has_rules()) return std::nullopt;  // "no enforcing RBAC policy"
+  if (!proto.has_rules()) {
+    // "If absent, no enforcing RBAC policy will be applied."
+    if (errors.size() != errors_before) return DenyAll();
+    return std::nullopt;
+  }
   auto field = errors.Scope(".rules");
   const rbac_v3::RBAC& rules = proto.rules();
   RbacPolicy policy;
@@ -278,11 +324,12 @@ std::optional<RbacPolicy> CompileRbac(const http_rbac_v3::RBAC& proto, Validatio
     case rbac_v3::RBAC::LOG:
       // A41: "the policy will be completely ignored, as if RBAC was not
       // configured".
+      if (errors.size() != errors_before) return DenyAll();
       return std::nullopt;
     default: {
       auto action_field = errors.Scope(".action");
       errors.Add("unknown action " + std::to_string(rules.action()));
-      return std::nullopt;
+      return DenyAll();
     }
   }
   // Evaluated in lexicographic order of the names, as Envoy does.
@@ -307,6 +354,7 @@ std::optional<RbacPolicy> CompileRbac(const http_rbac_v3::RBAC& proto, Validatio
     }
     policy.policies.push_back(std::move(compiled));
   }
+  if (errors.size() != errors_before) return DenyAll();
   return policy;
 }
 
@@ -316,7 +364,7 @@ std::optional<RbacPolicy> ParseRbacConfig(std::string_view serialized, Validatio
   http_rbac_v3::RBAC proto;
   if (!ParseProto(serialized, proto)) {
     errors.Add("could not parse HTTP RBAC filter config");
-    return std::nullopt;
+    return DenyAll();
   }
   return CompileRbac(proto, errors);
 }
@@ -325,7 +373,7 @@ std::optional<RbacPolicy> ParseRbacPerRoute(std::string_view serialized, Validat
   http_rbac_v3::RBACPerRoute proto;
   if (!ParseProto(serialized, proto)) {
     errors.Add("could not parse RBACPerRoute");
-    return std::nullopt;
+    return DenyAll();
   }
   // "If absent, the global RBAC policy will be disabled for this route."
   if (!proto.has_rbac()) return std::nullopt;

@@ -18,6 +18,8 @@ inline constexpr std::string_view kRbacPerRouteConfigType =
 
 // A serialized envoy.extensions.filters.http.rbac.v3.RBAC. nullopt (and no
 // error): nothing is enforced, as `rules` is absent or its action is LOG.
+// With errors, a policy that denies everything (the resource is NACKed;
+// nothing should use it, and if something did it would fail closed).
 std::optional<RbacPolicy> ParseRbacConfig(std::string_view serialized, ValidationErrors& errors);
 
 // A serialized RBACPerRoute: its `rbac`, or nothing enforced on the route

@@ -327,6 +327,64 @@ TEST(RbacPolicyTest, PerRouteOverrideWithoutRbacEnforcesNothing) {
   EXPECT_TRUE(errors.ok());
 }
 
+// Envoy's config validation, which gRPC skips: `any: false`, empty sets and
+// empty permission or principal lists would silently allow everything or
+// nothing. A config with errors is also a policy that denies everything,
+// should anything use it.
+TEST(RbacPolicyTest, ConfigsEnvoyRejectsAreErrorsAndFailClosed) {
+  HttpRbac proto;
+  auto& policy = (*proto.mutable_rules()->mutable_policies())["p"];
+  policy.add_permissions()->set_any(false);
+  policy.add_permissions()->mutable_and_rules();
+  policy.add_principals()->mutable_or_ids();
+  (*proto.mutable_rules()->mutable_policies())["q"];
+  ValidationErrors errors;
+  std::optional<RbacPolicy> compiled = ParseRbacConfig(proto.SerializeAsString(), errors);
+  EXPECT_EQ(errors.Message("rbac"),
+            "rbac: [field:rules.policies[p].permissions[0].any error:must be true; "
+            "field:rules.policies[p].permissions[1].and_rules.rules error:must be non-empty; "
+            "field:rules.policies[p].principals[0].or_ids.ids error:must be non-empty; "
+            "field:rules.policies[q].permissions error:must be non-empty; "
+            "field:rules.policies[q].principals error:must be non-empty]");
+  ASSERT_TRUE(compiled.has_value());
+  EXPECT_FALSE(Allowed(*compiled, Call{}));
+
+  HttpRbac unknown_action;
+  unknown_action.mutable_rules()->set_action(static_cast<rbac_v3::RBAC::Action>(7));
+  ValidationErrors action_errors;
+  compiled = ParseRbacConfig(unknown_action.SerializeAsString(), action_errors);
+  EXPECT_EQ(action_errors.Message("rbac"), "rbac: [field:rules.action error:unknown action 7]");
+  ASSERT_TRUE(compiled.has_value());
+  EXPECT_FALSE(Allowed(*compiled, Call{}));
+}
+
+// A dual-stack listener's IPv4 peers are IPv4 (IpEndpoint), so an
+// IPv4-mapped range is the IPv4 range it stands for.
+TEST(RbacPolicyTest, Ipv4MappedRangesMatchIpv4Peers) {
+  rbac_v3::Principal mapped;
+  mapped.mutable_source_ip()->set_address_prefix("::ffff:192.168.0.0");
+  mapped.mutable_source_ip()->mutable_prefix_len()->set_value(112);
+  RbacPolicy policy = Allow(AnyPermission(), mapped);
+  EXPECT_EQ(policy.RuleText(policy.policies[0].principals), "or(source_ip(192.168.0.0/16))");
+  EXPECT_TRUE(Allowed(policy, Call{}));  // peer 192.168.1.7
+}
+
+TEST(RbacPolicyTest, TreatMissingHeaderAsEmpty) {
+  rbac_v3::Permission empty = HeaderPermission("x-user", "");
+  empty.mutable_header()->set_treat_missing_header_as_empty(true);
+  RbacPolicy policy = Allow(empty, AnyPrincipal());
+  EXPECT_TRUE(Allowed(policy, Call{}));
+  // Without the flag a missing header fails the exact matcher.
+  EXPECT_FALSE(Allowed(Allow(HeaderPermission("x-user", ""), AnyPrincipal()), Call{}));
+  // A DENY of a missing-or-empty header refuses a call without it.
+  HttpRbac deny;
+  deny.mutable_rules()->set_action(rbac_v3::RBAC::DENY);
+  auto& entry = (*deny.mutable_rules()->mutable_policies())["no_user"];
+  *entry.add_permissions() = empty;
+  *entry.add_principals() = AnyPrincipal();
+  EXPECT_FALSE(Allowed(Compile(deny), Call{}));
+}
+
 // The per-call check allocates nothing once the thread's join buffer has
 // grown, with ten policies over headers, paths, addresses and identities.
 TEST(RbacPolicyTest, ChecksDoNotAllocate) {
@@ -338,6 +396,7 @@ TEST(RbacPolicyTest, ChecksDoNotAllocate) {
     rules->add_rules()->mutable_url_path()->mutable_path()->set_prefix("/svc" + std::to_string(i) +
                                                                        ".");
     *rules->add_rules() = HeaderPermission("x-tag", "a,b");
+    *rules->add_rules() = HeaderPermission("x-id-bin", "AQI=");  // base64 on each check
     auto* principal = policy.add_principals();
     principal->mutable_authenticated()->mutable_principal_name()->set_exact("spiffe://demo/" +
                                                                             std::to_string(i));
