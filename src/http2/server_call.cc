@@ -214,6 +214,7 @@ void Http2ServerCall::OnHeader(uint8_t category, std::string_view name, std::str
     path_ = value;
   } else if (name == ":authority") {
     authority_ = value;
+    authority_seen_ = true;
   } else if (!name.empty() && name[0] == ':') {
     // :scheme: nothing to check.
   } else if (name == "content-type") {
@@ -227,8 +228,9 @@ void Http2ServerCall::OnHeader(uint8_t category, std::string_view name, std::str
   } else if (name == "host") {
     // A41: one unambiguous authority per request. Host stands in for a
     // missing :authority and is dropped beside one (pseudo-headers come
-    // first, so :authority is known by now); two Hosts are malformed.
-    if (++host_headers_ == 1 && authority_.empty()) authority_ = value;
+    // first, so :authority is known by now). nghttp2 resets a stream with
+    // two Host or two :authority headers (PROTOCOL_ERROR, which A41 allows).
+    if (!authority_seen_) authority_ = value;
   } else {
     AppendReceivedMetadata(request_metadata_, name, value);
   }

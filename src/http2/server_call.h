@@ -90,7 +90,7 @@ class Http2ServerCall final : public ServerCall, private detail::Http2Stream {
   std::optional<std::string> grpc_encoding_;
   Metadata request_metadata_;
   size_t header_list_size_ = 0;
-  int host_headers_ = 0;
+  bool authority_seen_ = false;  // an :authority header, even an empty one
   bool header_list_too_large_ = false;
   std::optional<Loop::Clock::time_point> deadline_;
   std::unique_ptr<Timer> deadline_timer_;

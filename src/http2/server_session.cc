@@ -98,12 +98,6 @@ void ServerSession::OnRequestHeaders(Http2ServerCall* call) {
                                     std::to_string(server_options_.max_metadata_size) + " bytes"));
     return;
   }
-  // A41, RFC 7230 section 5.4: a request with several Host headers is
-  // answered 400 (gRPC status INTERNAL).
-  if (call->host_headers_ > 1) {
-    call->RespondWithoutHandler(400, InternalError("request has more than one Host header"));
-    return;
-  }
   if (call->method_ != "POST") {
     call->RespondWithoutHandler(
         405, InternalError("gRPC requires :method POST, got \"" + call->method_ + "\""));

@@ -117,11 +117,14 @@ std::shared_ptr<const http2::ServiceRegistry> MakeRoutedRegistry(
   routed->SetFallbackHandler(
       [registry = std::move(registry), table = std::move(table),
        filters = std::move(http_filters)](http2::ServerCall& call) -> Task<Status> {
-        // Held until the checks end: the route points into it.
-        const std::shared_ptr<const RouteTable::Routes> routes = table->Current();
-        StatusOr<ServerRoute> route = SelectServerRoute(*routes, call);
-        if (!route.ok()) co_return route.status();
-        const Status allowed = CheckRbac(filters, *route, call);
+        Status allowed;
+        {
+          // Held while the route is read (it points into this version), not
+          // while the handler runs: a long stream keeps no old routes alive.
+          const std::shared_ptr<const RouteTable::Routes> routes = table->Current();
+          StatusOr<ServerRoute> route = SelectServerRoute(*routes, call);
+          allowed = route.ok() ? CheckRbac(filters, *route, call) : route.status();
+        }
         if (!allowed.ok()) co_return allowed;
         const http2::Handler* handler = registry->Find(call.method());
         if (handler == nullptr) {

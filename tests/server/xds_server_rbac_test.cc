@@ -178,6 +178,51 @@ TEST_F(XdsServerRbacTest, PerRouteOverridesWinOverTheFilterConfig) {
   ExpectDenied(Call("127.0.0.1", "/admin.Svc/M"));
 }
 
+// The reverse: RBAC off on the virtual host, a route's RBACPerRoute turns
+// it back on for that route.
+TEST_F(XdsServerRbacTest, ARouteOverrideEnforcesUnderAVirtualHostWithoutRbac) {
+  ServerRoutes routes;
+  routes.routes = {{"/guarded.", ServerRouteAction::kNonForwarding},
+                   {"", ServerRouteAction::kNonForwarding}};
+  routes.virtual_host_overrides["rbac"] = AsOverride(RbacPerRoute());
+  RbacPerRoute guarded;
+  *guarded.mutable_rbac() = PathPolicy(rbac_v3::RBAC::ALLOW, "/guarded.Svc/Open");
+  routes.route_overrides["/guarded."]["rbac"] = AsOverride(guarded);
+  Serve(RbacChain({{"rbac", PathPolicy(rbac_v3::RBAC::ALLOW, "/nothing.")}}, routes));
+  EXPECT_TRUE(Call("127.0.0.1", "/other.Svc/M").ok());
+  EXPECT_TRUE(Call("127.0.0.1", "/guarded.Svc/Open").ok());
+  ExpectDenied(Call("127.0.0.1", "/guarded.Svc/Closed"));
+}
+
+// A41: action LOG, and a filter without `rules`, enforce nothing.
+TEST_F(XdsServerRbacTest, LogActionAndAbsentRulesLetEveryCallThrough) {
+  HttpRbac log = PathPolicy(rbac_v3::RBAC::DENY, "/");
+  log.mutable_rules()->set_action(rbac_v3::RBAC::LOG);
+  Serve(RbacChain({{"log", log}, {"absent", HttpRbac()}}));
+  EXPECT_TRUE(Call("127.0.0.1", "/any.Svc/M").ok());
+}
+
+// A dual-stack listener ([::]) sees an IPv4 client as ::ffff:127.0.0.1;
+// RBAC matches it as the IPv4 address it is.
+TEST_F(XdsServerRbacTest, AnIpv4PeerOfADualStackListenerMatchesIpv4Ranges) {
+  rbac_v3::Principal loopback;
+  loopback.mutable_source_ip()->set_address_prefix("127.0.0.0");
+  loopback.mutable_source_ip()->mutable_prefix_len()->set_value(8);
+  rbac_v3::Permission local_destination;
+  local_destination.mutable_destination_ip()->set_address_prefix("127.0.0.1");
+  local_destination.mutable_destination_ip()->mutable_prefix_len()->set_value(32);
+  HttpRbac policy = PathPolicy(rbac_v3::RBAC::ALLOW, "/", loopback);
+  *(*policy.mutable_rules()->mutable_policies())["p"].mutable_permissions(0) = local_destination;
+  const std::string address = "[::]:" + std::to_string(port_);
+  StartServer(address);
+  SetListener(Listener(ListenerNameFor(address), "::", port_, {RbacChain({{"rbac", policy}})}),
+              "1");
+  ASSERT_TRUE(WaitForServing().has_value());
+  StatusOr<std::string> v4 = Call("127.0.0.1", "/x.Svc/M");
+  EXPECT_TRUE(v4.ok()) << v4.status().ToString();
+  ExpectDenied(Call("::1", "/x.Svc/M"));
+}
+
 // The policy follows Listener updates: new connections see the new one.
 TEST_F(XdsServerRbacTest, AListenerUpdateChangesThePolicy) {
   Serve(RbacChain({{"rbac", PathPolicy(rbac_v3::RBAC::ALLOW, "/v1.")}}));
