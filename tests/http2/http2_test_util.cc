@@ -21,6 +21,8 @@ std::shared_ptr<ServiceRegistry> MakeTestService(ServiceProbe& probe) {
                        probe.last_request_metadata = call.request_metadata();
                        probe.last_authority = call.authority();
                        probe.last_deadline = call.deadline();
+                       probe.last_connection = call.connection();
+                       probe.last_content_type = call.content_type();
                        co_return request;
                      }));
   registry->Register("/test.Echo/Bidi", [&probe](ServerCall& call) -> Task<Status> {

@@ -60,6 +60,9 @@ struct ServiceProbe {
   std::optional<Loop::Clock::time_point> last_deadline;
   Metadata last_request_metadata;
   std::string last_authority;
+  // What "/test.Echo/Unary" saw of its connection and content-type.
+  ConnectionInfo last_connection;
+  std::string last_content_type;
 };
 
 // Methods of the test service (all under /test.Echo/):

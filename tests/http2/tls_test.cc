@@ -19,13 +19,16 @@ class Http2TlsTest : public Http2Test {
     certs_ = uxds::testing::MakeTestCertificates(dir_.path());
   }
 
-  ServerOptions TlsServerOptions(bool require_client_certificate = false) {
+  // `verify_client`: ask for a client certificate (verified against the
+  // test CA) without requiring one.
+  ServerOptions TlsServerOptions(bool require_client_certificate = false,
+                                 bool verify_client = false) {
     TlsServerConfig config;
     config.certificate_chain_file = certs_.server_cert;
     config.private_key_file = certs_.server_key;
-    if (require_client_certificate) {
+    if (require_client_certificate || verify_client) {
       config.ca_certificate_file = certs_.ca_cert;
-      config.require_client_certificate = true;
+      config.require_client_certificate = require_client_certificate;
     }
     StatusOr<std::shared_ptr<TlsServerContext>> context = TlsServerContext::Create(config);
     EXPECT_TRUE(context.ok()) << context.status().ToString();
@@ -111,6 +114,38 @@ TEST_F(Http2TlsTest, UntrustedServerIsUnavailable) {
         co_await (*good)->Close();
       },
       TlsServerOptions());
+}
+
+// ServerCall::connection(): both ends, and over TLS the client
+// certificate's identities (what RBAC authorizes on, A41).
+TEST_F(Http2TlsTest, CallsSeeTheirConnectionAndTheClientsCertificate) {
+  RunWithServer(
+      [&]() -> Task<void> {
+        auto mutual = co_await Connect(TlsClientOptions(certs_.ca_cert, true));
+        CO_ASSERT_OK(mutual);
+        CO_ASSERT_OK(co_await UnaryCall(**mutual, "/test.Echo/Unary", "x"));
+        const ConnectionInfo& seen = probe_->last_connection;
+        EXPECT_EQ(seen.local.port, server_->port());
+        EXPECT_NE(seen.peer.port, 0);
+        EXPECT_FALSE(seen.peer.is_ipv6);
+        EXPECT_EQ(seen.peer.bytes()[0], 127);
+        CO_ASSERT_TRUE(seen.tls.has_value());
+        EXPECT_TRUE(seen.tls->has_certificate);
+        EXPECT_EQ(seen.tls->dns_sans, std::vector<std::string>{"client.test.example.com"});
+        EXPECT_TRUE(seen.tls->uri_sans.empty());
+        EXPECT_EQ(seen.tls->subject, "CN=client");
+        EXPECT_EQ(probe_->last_content_type, "application/grpc");
+        co_await (*mutual)->Close();
+
+        auto server_only = co_await Connect(TlsClientOptions(certs_.ca_cert, false));
+        CO_ASSERT_OK(server_only);
+        CO_ASSERT_OK(co_await UnaryCall(**server_only, "/test.Echo/Unary", "x"));
+        CO_ASSERT_TRUE(probe_->last_connection.tls.has_value());
+        EXPECT_FALSE(probe_->last_connection.tls->has_certificate);
+        EXPECT_EQ(probe_->last_connection.tls->subject, "");
+        co_await (*server_only)->Close();
+      },
+      TlsServerOptions(/*require_client_certificate=*/false, /*verify_client=*/true));
 }
 
 TEST_F(Http2TlsTest, MutualTlsRequiresTheClientCertificate) {
