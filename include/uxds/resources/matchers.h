@@ -80,7 +80,12 @@ struct HeaderMatcher {
 
   // `value`: the header's value (several values joined with ','), nullopt
   // if the request does not carry it.
-  bool Matches(std::optional<std::string_view> value) const;
+  bool Matches(std::optional<std::string_view> value) const {
+    return value.has_value() ? Matches(*value, true) : Matches(std::string_view(), false);
+  }
+  // The same with the value's presence apart (an optional passed by value
+  // goes through memory; this form stays in registers on a hot path).
+  bool Matches(std::string_view value, bool present) const;
 
   friend bool operator==(const HeaderMatcher&, const HeaderMatcher&) = default;
 };

@@ -23,6 +23,20 @@
 
 namespace uxds {
 
+// Where a header matcher's value comes from, decided once per matcher when
+// the policy is compiled (no name comparisons per call).
+enum class RbacHeaderSource : uint8_t {
+  kPath,            // :path
+  kMethod,          // :method
+  kAuthority,       // :authority or host
+  kContentType,     // content-type
+  kAbsent,          // te (hop-by-hop) and other pseudo-headers: never present
+  kMetadata,        // custom metadata and user-agent
+  kBinaryMetadata,  // "-bin" metadata, matched in base64
+};
+
+RbacHeaderSource RbacHeaderSourceOf(std::string_view name);
+
 // What RBAC reads of one RPC, borrowed from the call for one check.
 struct RbacRequest {
   std::string_view path;          // :path, e.g. "/pkg.Service/Method"
@@ -38,7 +52,12 @@ struct RbacRequest {
   // (in `scratch`), binary values in base64, `te` and unknown pseudo-headers
   // absent. nullopt: not present.
   std::optional<std::string_view> Header(std::string_view name, std::string& scratch) const;
+  std::optional<std::string_view> Header(RbacHeaderSource source, std::string_view name,
+                                         std::string& scratch) const;
 };
+
+// The state of one check (rbac_policy.cc).
+struct RbacCheck;
 
 struct RbacPolicy {
   enum class Action { kAllow, kDeny };
@@ -50,7 +69,8 @@ struct RbacPolicy {
       kAnd,                   // children[first, first + count) all match
       kOr,                    // one of children[first, first + count) matches
       kNot,                   // children[first] does not match
-      kHeader,                // headers[index]
+      kHeader,                // headers[index], read from RbacHeaderSource(first); its
+                              // value is looked up once per check (slot `count`)
       kUrlPath,               // strings[index] on :path
       kDestinationIp,         // ranges[index] on the local address
       kDestinationPort,       // port == first
@@ -90,7 +110,8 @@ struct RbacPolicy {
   const Policy* FirstMatch(const RbacRequest& request) const;
   // ALLOW: some policy matches; DENY: none does.
   bool Allows(const RbacRequest& request) const;
-  bool Matches(uint32_t rule, const RbacRequest& request, std::string& scratch) const;
+  // Whether rules[rule] matches the request `check` is about.
+  bool Matches(uint32_t rule, RbacCheck& check) const;
 
   // A rule as an expression: "and(url_path(prefix:/svc/), authenticated)".
   std::string RuleText(uint32_t rule) const;

@@ -94,24 +94,25 @@ std::string StringMatcher::ToString() const {
   return out;
 }
 
-bool HeaderMatcher::Matches(std::optional<std::string_view> value) const {
-  if (!value.has_value() && treat_missing_as_empty && type != Type::kPresent) {
+bool HeaderMatcher::Matches(std::string_view value, bool present) const {
+  if (!present && treat_missing_as_empty && type != Type::kPresent) {
     value = std::string_view();
+    present = true;
   }
   bool match = false;
   if (type == Type::kPresent) {
-    match = value.has_value() == present_match;
-  } else if (!value.has_value()) {
+    match = present == present_match;
+  } else if (!present) {
     // A28: every other type fails on a missing header, inverted or not.
     return false;
   } else if (type == Type::kRange) {
     int64_t number = 0;
-    const char* end = value->data() + value->size();
-    auto [ptr, ec] = std::from_chars(value->data(), end, number);
-    match = ec == std::errc() && ptr == end && !value->empty() && number >= range_start &&
+    const char* end = value.data() + value.size();
+    auto [ptr, ec] = std::from_chars(value.data(), end, number);
+    match = ec == std::errc() && ptr == end && !value.empty() && number >= range_start &&
             number < range_end;
   } else {
-    match = string_matcher.Matches(*value);
+    match = string_matcher.Matches(value);
   }
   return match != invert_match;
 }

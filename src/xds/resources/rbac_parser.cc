@@ -3,6 +3,7 @@
 #include "xds/resources/rbac_parser.h"
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -230,8 +231,16 @@ class RbacCompiler {
     if (!matcher.has_value()) return AddRule({});
     matcher->name = std::move(name);
     matcher->treat_missing_as_empty = proto.treat_missing_header_as_empty();
+    const RbacHeaderSource source = RbacHeaderSourceOf(matcher->name);
+    // Matchers of one header name share a slot: its value is looked up once
+    // per check, however many policies read it.
+    const auto slot = static_cast<uint32_t>(
+        header_slots_.try_emplace(matcher->name, header_slots_.size()).first->second);
     policy_.headers.push_back(*std::move(matcher));
-    return AddRule({.kind = Rule::Kind::kHeader, .index = Last(policy_.headers)});
+    return AddRule({.kind = Rule::Kind::kHeader,
+                    .first = static_cast<uint32_t>(source),
+                    .count = slot,
+                    .index = Last(policy_.headers)});
   }
 
   uint32_t UrlPath(const envoy::type::matcher::v3::PathMatcher& proto) {
@@ -271,6 +280,8 @@ class RbacCompiler {
   uint32_t Not(uint32_t child) { return AddSet(Rule::Kind::kNot, {child}); }
 
   uint32_t AddSet(Rule::Kind kind, const std::vector<uint32_t>& members) {
+    // and(x) and or(x) are x: one level less to walk per check.
+    if (members.size() == 1 && kind != Rule::Kind::kNot) return members.front();
     const auto first = static_cast<uint32_t>(policy_.children.size());
     policy_.children.insert(policy_.children.end(), members.begin(), members.end());
     return AddRule({.kind = kind, .first = first, .count = static_cast<uint32_t>(members.size())});
@@ -288,6 +299,7 @@ class RbacCompiler {
 
   RbacPolicy& policy_;
   ValidationErrors& errors_;
+  std::map<std::string, size_t, std::less<>> header_slots_;
 };
 
 // With errors the resource is NACKed; should a caller use the result

@@ -1,5 +1,6 @@
 // RBAC evaluation (A41) over a compiled RbacPolicy: no allocation, no lock.
 #include <algorithm>
+#include <array>
 #include <string>
 
 #include "uxds/resources/rbac.h"
@@ -52,15 +53,39 @@ bool PrincipalNameMatches(const StringMatcher& matcher, const TlsPeer& peer) {
 
 }  // namespace
 
+RbacHeaderSource RbacHeaderSourceOf(std::string_view name) {
+  // A41: :authority and Host are one header; `te` is hop-by-hop, so absent.
+  if (name == ":path") return RbacHeaderSource::kPath;
+  if (name == ":method") return RbacHeaderSource::kMethod;
+  if (name == ":authority" || name == "host") return RbacHeaderSource::kAuthority;
+  if (name == "content-type") return RbacHeaderSource::kContentType;
+  if (name == "te" || (!name.empty() && name.front() == ':')) return RbacHeaderSource::kAbsent;
+  return IsBinaryHeader(name) ? RbacHeaderSource::kBinaryMetadata : RbacHeaderSource::kMetadata;
+}
+
 std::optional<std::string_view> RbacRequest::Header(std::string_view name,
                                                     std::string& scratch) const {
-  // A41: :authority and Host are one header; `te` is hop-by-hop, so absent.
-  if (name == ":path") return path;
-  if (name == ":method") return http_method;
-  if (name == ":authority" || name == "host") return authority;
-  if (name == "content-type") return content_type;
-  if (name == "te" || (!name.empty() && name.front() == ':')) return std::nullopt;
-  const bool binary = IsBinaryHeader(name);
+  return Header(RbacHeaderSourceOf(name), name, scratch);
+}
+
+std::optional<std::string_view> RbacRequest::Header(RbacHeaderSource source, std::string_view name,
+                                                    std::string& scratch) const {
+  switch (source) {
+    case RbacHeaderSource::kPath:
+      return path;
+    case RbacHeaderSource::kMethod:
+      return http_method;
+    case RbacHeaderSource::kAuthority:
+      return authority;
+    case RbacHeaderSource::kContentType:
+      return content_type;
+    case RbacHeaderSource::kAbsent:
+      return std::nullopt;
+    case RbacHeaderSource::kMetadata:
+    case RbacHeaderSource::kBinaryMetadata:
+      break;
+  }
+  const bool binary = source == RbacHeaderSource::kBinaryMetadata;
   const std::string* single = nullptr;
   size_t found = 0;
   for (const auto& [key, value] : metadata) {
@@ -94,28 +119,75 @@ std::optional<std::string_view> RbacRequest::Header(std::string_view name,
   return std::string_view(scratch);
 }
 
-bool RbacPolicy::Matches(uint32_t rule_index, const RbacRequest& request,
-                         std::string& scratch) const {
+// One check: the request, the buffer joined values are built in, and the
+// header values already looked up, by slot (RbacPolicy::Rule::count), so
+// ten policies reading one header scan the metadata once.
+struct RbacCheck {
+  static constexpr uint32_t kSlots = 32;
+  // Trivial, so that the array is not cleared per check (a slot is read
+  // only once its bit in `known` is set).
+  struct Value {
+    const char* data;
+    size_t size;
+  };
+
+  RbacCheck(const RbacRequest& checked, std::string& buffer) : request(checked), scratch(buffer) {}
+
+  const RbacRequest& request;
+  std::string& scratch;
+  uint32_t known = 0;   // bit s: values[s] (or its absence) is looked up
+  uint32_t absent = 0;  // bit s: the header is not present
+  std::array<Value, kSlots> values;
+
+  std::optional<std::string_view> HeaderValue(const RbacPolicy::Rule& rule, std::string_view name) {
+    const uint32_t slot = rule.count;
+    const uint32_t bit = slot < kSlots ? 1u << slot : 0;
+    if ((known & bit) != 0) {
+      if ((absent & bit) != 0) return std::nullopt;
+      return std::string_view(values[slot].data, values[slot].size);
+    }
+    std::optional<std::string_view> value =
+        request.Header(static_cast<RbacHeaderSource>(rule.first), name, scratch);
+    // A value built in `scratch` (joined, base64) is not kept: the next
+    // joined header reuses the buffer.
+    const bool in_scratch = value.has_value() && !scratch.empty() &&
+                            value->data() >= scratch.data() &&
+                            value->data() < scratch.data() + scratch.size();
+    if (bit != 0 && !in_scratch) {
+      known |= bit;
+      if (value.has_value()) {
+        values[slot] = {value->data(), value->size()};
+      } else {
+        absent |= bit;
+      }
+    }
+    return value;
+  }
+};
+
+bool RbacPolicy::Matches(uint32_t rule_index, RbacCheck& check) const {
   const Rule& rule = rules[rule_index];
+  const RbacRequest& request = check.request;
   const ConnectionInfo* connection = request.connection;
   switch (rule.kind) {
     case Rule::Kind::kAny:
       return true;
     case Rule::Kind::kAnd:
       for (uint32_t i = rule.first; i < rule.first + rule.count; ++i) {
-        if (!Matches(children[i], request, scratch)) return false;
+        if (!Matches(children[i], check)) return false;
       }
       return true;
     case Rule::Kind::kOr:
       for (uint32_t i = rule.first; i < rule.first + rule.count; ++i) {
-        if (Matches(children[i], request, scratch)) return true;
+        if (Matches(children[i], check)) return true;
       }
       return false;
     case Rule::Kind::kNot:
-      return !Matches(children[rule.first], request, scratch);
+      return !Matches(children[rule.first], check);
     case Rule::Kind::kHeader: {
       const HeaderMatcher& header = headers[rule.index];
-      return header.Matches(request.Header(header.name, scratch));
+      const std::optional<std::string_view> value = check.HeaderValue(rule, header.name);
+      return header.Matches(value.value_or(std::string_view()), value.has_value());
     }
     case Rule::Kind::kUrlPath:
       return strings[rule.index].Matches(request.path);
@@ -147,9 +219,9 @@ const RbacPolicy::Policy* RbacPolicy::FirstMatch(const RbacRequest& request) con
   // Reused by every check on this thread: joined header values need room,
   // and after the first checks it has enough.
   thread_local std::string scratch;
+  RbacCheck check(request, scratch);
   for (const Policy& policy : policies) {
-    if (Matches(policy.permissions, request, scratch) &&
-        Matches(policy.principals, request, scratch)) {
+    if (Matches(policy.permissions, check) && Matches(policy.principals, check)) {
       return &policy;
     }
   }
