@@ -3,6 +3,7 @@
 // the benchmark thread.
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include "http2/server.h"
@@ -11,16 +12,24 @@
 
 namespace uxds {
 
+// Puts something in front of the TestService's registry (e.g. the xDS
+// server's routing); empty: the registry is served as it is.
+using RegistryWrapper = std::function<std::shared_ptr<const http2::ServiceRegistry>(
+    std::shared_ptr<const http2::ServiceRegistry>)>;
+
 // Server on its own loop thread (as deployed); client on the benchmark thread.
 class ServerFixture {
  public:
-  explicit ServerFixture(const LoopOptions& options, http2::ServerOptions server_options = {}) {
+  explicit ServerFixture(const LoopOptions& options, http2::ServerOptions server_options = {},
+                         const RegistryWrapper& wrap = {}) {
     thread_ = std::move(*LoopThread::Start(options));
     auto registry = std::make_shared<http2::ServiceRegistry>();
     test_service::RegisterTestService(*registry, "bench");
+    std::shared_ptr<const http2::ServiceRegistry> served = registry;
+    if (wrap) served = wrap(std::move(served));
     thread_->RunSync([&] {
       server_ = std::move(*http2::Server::Listen(thread_->loop(), SocketAddress::Loopback4(0),
-                                                 registry, std::move(server_options)));
+                                                 served, std::move(server_options)));
       thread_->loop().Spawn(server_->Serve());
     });
   }

@@ -122,6 +122,7 @@ class Figures:
         self.filter_chains()
         self.start_and_memory()
         self.handshakes()
+        self.rbac()
         return self.rows
 
     def ring_picks(self):
@@ -303,6 +304,30 @@ class Figures:
                  "mutual TLS from a fixed context",
                  lambda: self.gb(bench).real_ns(name.format(2)) / 1e3,
                  goal=target("ratio", "<=", 1.1, "#28"), profile=gbench_source(bench, name.format(3)))
+
+    def rbac(self):
+        g = "k. RBAC per call on an xDS-enabled server (A41)"
+        bench = "rbac_bench"
+        check = "BM_RbacCheck/{}"
+        # A call over loopback costs tens of µs; a check of a 10-rule policy
+        # must stay a rounding error of it, and allocate nothing.
+        self.add(g, "RBAC check, a 10-rule policy (every rule tried)", "ns",
+                 lambda: self.gb(bench).real_ns(check.format(0)), goal=target("uxds", "<=", 100, "#28"),
+                 profile=gbench_source(bench, check.format(0)))
+        self.add(g, "RBAC check, 10 policies of 3 rules (all tried)", "ns",
+                 lambda: self.gb(bench).real_ns(check.format(1)), profile=gbench_source(bench, check.format(1)))
+        self.add(g, "allocations per RBAC check", "count",
+                 lambda: max(self.gb(bench).counter(check.format(v), "allocs_per_check") for v in (0, 1)),
+                 goal=target("uxds", "<=", 0, "#28"))
+        call = "BM_UnaryCall/{}"
+        self.add(g, "unary call over mutual TLS, xDS routing + 10-policy RBAC", "µs",
+                 lambda: self.gb(bench).real_ns(call.format(2)) / 1e3,
+                 "the same, xDS routing without RBAC",
+                 lambda: self.gb(bench).real_ns(call.format(1)) / 1e3)
+        self.add(g, "unary call over mutual TLS, xDS routing without RBAC", "µs",
+                 lambda: self.gb(bench).real_ns(call.format(1)) / 1e3,
+                 "the same, the application's registry alone",
+                 lambda: self.gb(bench).real_ns(call.format(0)) / 1e3)
 
     def start_and_memory(self):
         g = "i. process start to the first successful call through uxds control-plane"
