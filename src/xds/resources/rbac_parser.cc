@@ -26,49 +26,52 @@ class RbacCompiler {
  public:
   RbacCompiler(RbacPolicy& policy, ValidationErrors& errors) : policy_(policy), errors_(errors) {}
 
-  uint32_t Permissions(const google::protobuf::RepeatedPtrField<rbac_v3::Permission>& list,
-                       std::string_view field_name) {
-    RequireMembers(list.size(), field_name);
+  // A list of Permissions or Principals (a policy's, or a set's) at
+  // `field_name`: or-ed for a policy and or_rules/or_ids, and-ed for
+  // and_rules/and_ids.
+  template <typename Item>
+  uint32_t Set(Rule::Kind kind, const google::protobuf::RepeatedPtrField<Item>& items,
+               std::string_view field_name) {
+    RequireMembers(items.size(), field_name);
     std::vector<uint32_t> members;
-    for (int i = 0; i < list.size(); ++i) {
+    for (int i = 0; i < items.size(); ++i) {
       auto field = errors_.Scope(std::string(field_name) + "[" + std::to_string(i) + "]");
-      members.push_back(Permission(list.Get(i)));
+      members.push_back(Compile(items.Get(i)));
     }
-    return AddSet(Rule::Kind::kOr, members);
-  }
-
-  uint32_t Principals(const google::protobuf::RepeatedPtrField<rbac_v3::Principal>& list,
-                      std::string_view field_name) {
-    RequireMembers(list.size(), field_name);
-    std::vector<uint32_t> members;
-    for (int i = 0; i < list.size(); ++i) {
-      auto field = errors_.Scope(std::string(field_name) + "[" + std::to_string(i) + "]");
-      members.push_back(Principal(list.Get(i)));
-    }
-    return AddSet(Rule::Kind::kOr, members);
+    return AddSet(kind, members);
   }
 
  private:
-  uint32_t Permission(const rbac_v3::Permission& proto) {
+  // What a Permission and a Principal both have (the same fields under the
+  // same names, in two proto types); nullopt for anything else.
+  template <typename Proto, typename Case>
+  std::optional<uint32_t> SharedRule(const Proto& proto, Case which) {
+    if (which == Proto::kAny) return AnyRule(proto.any());
+    if (which == Proto::kHeader) {
+      auto field = errors_.Scope(".header");
+      return Header(proto.header());
+    }
+    if (which == Proto::kUrlPath) {
+      auto field = errors_.Scope(".url_path");
+      return UrlPath(proto.url_path());
+    }
+    if (which == Proto::kMetadata) {
+      return AddRule({.kind = Rule::Kind::kMetadata, .invert = proto.metadata().invert()});
+    }
+    return std::nullopt;
+  }
+
+  uint32_t Compile(const rbac_v3::Permission& proto) {
     using P = rbac_v3::Permission;
+    if (std::optional<uint32_t> shared = SharedRule(proto, proto.rule_case())) return *shared;
     switch (proto.rule_case()) {
       case P::kAndRules: {
         auto field = errors_.Scope(".and_rules");
-        return PermissionSet(Rule::Kind::kAnd, proto.and_rules());
+        return Set(Rule::Kind::kAnd, proto.and_rules().rules(), ".rules");
       }
       case P::kOrRules: {
         auto field = errors_.Scope(".or_rules");
-        return PermissionSet(Rule::Kind::kOr, proto.or_rules());
-      }
-      case P::kAny:
-        return AnyRule(proto.any());
-      case P::kHeader: {
-        auto field = errors_.Scope(".header");
-        return Header(proto.header());
-      }
-      case P::kUrlPath: {
-        auto field = errors_.Scope(".url_path");
-        return UrlPath(proto.url_path());
+        return Set(Rule::Kind::kOr, proto.or_rules().rules(), ".rules");
       }
       case P::kDestinationIp: {
         auto field = errors_.Scope(".destination_ip");
@@ -94,11 +97,9 @@ class RbacCompiler {
                         .first = clamp(range.start()),
                         .count = clamp(range.end())});
       }
-      case P::kMetadata:
-        return AddRule({.kind = Rule::Kind::kMetadata, .invert = proto.metadata().invert()});
       case P::kNotRule: {
         auto field = errors_.Scope(".not_rule");
-        return Not(Permission(proto.not_rule()));
+        return Not(Compile(proto.not_rule()));
       }
       case P::kRequestedServerName: {
         auto field = errors_.Scope(".requested_server_name");
@@ -115,19 +116,20 @@ class RbacCompiler {
     }
   }
 
-  uint32_t Principal(const rbac_v3::Principal& proto) {
+  uint32_t Compile(const rbac_v3::Principal& proto) {
     using P = rbac_v3::Principal;
+    if (std::optional<uint32_t> shared = SharedRule(proto, proto.identifier_case())) {
+      return *shared;
+    }
     switch (proto.identifier_case()) {
       case P::kAndIds: {
         auto field = errors_.Scope(".and_ids");
-        return PrincipalSet(Rule::Kind::kAnd, proto.and_ids());
+        return Set(Rule::Kind::kAnd, proto.and_ids().ids(), ".ids");
       }
       case P::kOrIds: {
         auto field = errors_.Scope(".or_ids");
-        return PrincipalSet(Rule::Kind::kOr, proto.or_ids());
+        return Set(Rule::Kind::kOr, proto.or_ids().ids(), ".ids");
       }
-      case P::kAny:
-        return AnyRule(proto.any());
       case P::kAuthenticated: {
         if (!proto.authenticated().has_principal_name()) {
           // A41: unset matches any TLS connection, certificate or not.
@@ -150,19 +152,9 @@ class RbacCompiler {
         auto field = errors_.Scope(".remote_ip");
         return Range(Rule::Kind::kSourceIp, proto.remote_ip());
       }
-      case P::kHeader: {
-        auto field = errors_.Scope(".header");
-        return Header(proto.header());
-      }
-      case P::kUrlPath: {
-        auto field = errors_.Scope(".url_path");
-        return UrlPath(proto.url_path());
-      }
-      case P::kMetadata:
-        return AddRule({.kind = Rule::Kind::kMetadata, .invert = proto.metadata().invert()});
       case P::kNotId: {
         auto field = errors_.Scope(".not_id");
-        return Not(Principal(proto.not_id()));
+        return Not(Compile(proto.not_id()));
       }
       case P::kFilterState: {
         auto field = errors_.Scope(".filter_state");
@@ -190,26 +182,6 @@ class RbacCompiler {
     if (size > 0) return;
     auto field = errors_.Scope(field_name);
     errors_.Add("must be non-empty");
-  }
-
-  uint32_t PermissionSet(Rule::Kind kind, const rbac_v3::Permission::Set& set) {
-    RequireMembers(set.rules_size(), ".rules");
-    std::vector<uint32_t> members;
-    for (int i = 0; i < set.rules_size(); ++i) {
-      auto field = errors_.Scope(".rules[" + std::to_string(i) + "]");
-      members.push_back(Permission(set.rules(i)));
-    }
-    return AddSet(kind, members);
-  }
-
-  uint32_t PrincipalSet(Rule::Kind kind, const rbac_v3::Principal::Set& set) {
-    RequireMembers(set.ids_size(), ".ids");
-    std::vector<uint32_t> members;
-    for (int i = 0; i < set.ids_size(); ++i) {
-      auto field = errors_.Scope(".ids[" + std::to_string(i) + "]");
-      members.push_back(Principal(set.ids(i)));
-    }
-    return AddSet(kind, members);
   }
 
   uint32_t Header(const envoy::config::route::v3::HeaderMatcher& proto) {
@@ -353,8 +325,10 @@ std::optional<RbacPolicy> CompileRbac(const http_rbac_v3::RBAC& proto, Validatio
     auto policy_field = errors.Scope(".policies[" + *name + "]");
     const rbac_v3::Policy& proto_policy = rules.policies().at(*name);
     RbacPolicy::Policy compiled{.name = *name};
-    compiled.permissions = compiler.Permissions(proto_policy.permissions(), ".permissions");
-    compiled.principals = compiler.Principals(proto_policy.principals(), ".principals");
+    compiled.permissions =
+        compiler.Set(RbacPolicy::Rule::Kind::kOr, proto_policy.permissions(), ".permissions");
+    compiled.principals =
+        compiler.Set(RbacPolicy::Rule::Kind::kOr, proto_policy.principals(), ".principals");
     // A41: CEL is not supported.
     if (proto_policy.has_condition()) {
       auto condition_field = errors.Scope(".condition");
