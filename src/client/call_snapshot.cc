@@ -92,26 +92,26 @@ void PinRoute(const CallSnapshot& snapshot, std::optional<CallRoute>& route) {
   if (route->generation == snapshot.routes->generation()) route->pinned = snapshot.routes;
 }
 
-bool PickInCluster(const SnapshotCluster& cluster, const PickScope& scope, const CallRoute& route,
-                   CallRequest& request, PickResult& result, PickMiss& miss) {
+PickResult PickInCluster(const SnapshotCluster& cluster, const PickScope& scope,
+                         const CallRoute& route, CallRequest& request, PickMiss& miss) {
   PickArgs args;
   args.hash = route.hash;
   args.metadata = request.metadata();
-  result = scope.Pick(args);
+  PickResult result = scope.Pick(args);
   switch (result.kind) {
     case PickResult::Kind::kComplete:
-      return true;
+      return result;
     case PickResult::Kind::kFail:
       // A88: failed calls carry the cluster's resolution note.
       miss = {result.drop ? Next::kFail : Next::kWaitOrFail,
               Status(StatusCode::kUnavailable,
                      std::string(result.status->message()) + " (" + cluster.note + ")")};
-      return false;
+      return result;
     case PickResult::Kind::kQueue:
       break;
   }
   miss = {Next::kWait, Status(), Waiting::kEndpoint};
-  return false;
+  return result;
 }
 
 void PickedEndpoint::CountIn(const PickResult& result) {

@@ -104,11 +104,12 @@ const SnapshotCluster* RouteCall(const CallSnapshot& snapshot, CallRequest& requ
 // chosen in (see CallRoute), inside the scope that reads `snapshot`.
 void PinRoute(const CallSnapshot& snapshot, std::optional<CallRoute>& route);
 
-// Picks in `cluster` inside `scope` (a PickScope of its picker slot): true
-// for a READY endpoint in `result` (valid while the scope lives); else
-// false and why in `miss` (kWait for a queued pick).
-bool PickInCluster(const SnapshotCluster& cluster, const PickScope& scope, const CallRoute& route,
-                   CallRequest& request, PickResult& result, PickMiss& miss);
+// Picks in `cluster` inside `scope` (a PickScope of its picker slot): a
+// kComplete result for a READY endpoint (valid while the scope lives);
+// else why not in `miss` (kWait for a queued pick). Returned, not written
+// through a reference: the picker tree builds it in the caller's variable.
+PickResult PickInCluster(const SnapshotCluster& cluster, const PickScope& scope,
+                         const CallRoute& route, CallRequest& request, PickMiss& miss);
 
 struct LoopConnection;  // one loop's connection to one endpoint (loop_channel.cc)
 

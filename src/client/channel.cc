@@ -239,14 +239,10 @@ bool Channel::Impl::PickIn(const client_internal::CallSnapshot& snapshot, CallRe
   const client_internal::SnapshotCluster* cluster =
       client_internal::RouteCall(snapshot, request, route, miss);
   if (cluster == nullptr) return false;
-  PickResult result;
-  {
-    PickScope scope(cluster->lb->picker_slot());
-    if (!client_internal::PickInCluster(*cluster, scope, *route, request, result, miss)) {
-      return false;
-    }
-  }
-  // On this loop the picker's subchannels live until a later turn.
+  // The endpoint, and the subchannel it names, live while this scope does.
+  PickScope scope(cluster->lb->picker_slot());
+  const PickResult result = client_internal::PickInCluster(*cluster, scope, *route, request, miss);
+  if (result.kind != PickResult::Kind::kComplete) return false;
   Subchannel* subchannel = result.endpoint->subchannel;
   http2::ClientConnection* connection = subchannel != nullptr ? subchannel->connection() : nullptr;
   if (connection == nullptr) {

@@ -203,8 +203,8 @@ bool LoopChannel::Impl::PickIn(const CallSnapshot& snapshot, CallRequest& reques
   if (cluster == nullptr) return false;
   // The endpoint, and the subchannel it names, live while this scope does.
   PickScope scope(cluster->lb->picker_slot());
-  PickResult result;
-  if (!client_internal::PickInCluster(*cluster, scope, *route, request, result, miss)) return false;
+  const PickResult result = client_internal::PickInCluster(*cluster, scope, *route, request, miss);
+  if (result.kind != PickResult::Kind::kComplete) return false;
   LoopConnection& c = ConnectionFor(result.endpoint->index, *result.endpoint->subchannel);
   if (c.connection != nullptr && c.connection->usable()) {
     picked.connection = c.connection.get();

@@ -46,22 +46,13 @@ LocalityTable::LocalityTable(
 }
 
 PickResult ClusterImplPicker::Pick(const PickArgs& args) const {
-  // A27: each category drops its share independently, in order.
-  for (const Drop& d : drops_) {
-    if (ThreadRandom() % 1000000 < d.requests_per_million) {
-      if (d.reported != nullptr) d.reported->Add();
-      return PickResult::Drop(&d.status);
-    }
-  }
-  // A32: over max_requests the call is dropped, before the child picks.
-  // gRPC reports these drops without a category. The check takes the slot
-  // in the same step (one sum of the counter's shards, one add); a pick
-  // the child does not complete gives it back.
-  if (!counter_->TryAcquire(max_requests_)) {
-    if (drop_stats_ != nullptr) drop_stats_->uncategorized_drops().Add();
-    return PickResult::Drop(&circuit_breaker_drop_);
-  }
-  PickResult result = child_->Pick(args);
+  // One named result, returned on every path: the child builds its result
+  // in the caller's, never copied. A copy of a struct just written field
+  // by field reads it back in wider loads than were stored, and stalls on
+  // store forwarding at every level of the picker tree.
+  const Status* dropped = Admit();
+  PickResult result = dropped != nullptr ? PickResult::Drop(dropped) : child_->Pick(args);
+  if (dropped != nullptr) return result;
   if (result.kind != PickResult::Kind::kComplete) {
     counter_->Release();
     return result;
@@ -74,6 +65,25 @@ PickResult ClusterImplPicker::Pick(const PickArgs& args) const {
     if (result.locality_stats != nullptr) result.locality_stats->CallStarted();
   }
   return result;
+}
+
+const Status* ClusterImplPicker::Admit() const {
+  // A27: each category drops its share independently, in order.
+  for (const Drop& d : drops_) {
+    if (ThreadRandom() % 1000000 < d.requests_per_million) {
+      if (d.reported != nullptr) d.reported->Add();
+      return &d.status;
+    }
+  }
+  // A32: over max_requests the call is dropped, before the child picks.
+  // gRPC reports these drops without a category. The check takes the slot
+  // in the same step (one sum of the counter's shards, one add); a pick
+  // the child does not complete gives it back.
+  if (!counter_->TryAcquire(max_requests_)) {
+    if (drop_stats_ != nullptr) drop_stats_->uncategorized_drops().Add();
+    return &circuit_breaker_drop_;
+  }
+  return nullptr;
 }
 
 void CallFinished(const PickResult& picked, bool ok) {

@@ -77,6 +77,9 @@ class ClusterImplPicker final : public Picker {
   PickResult Pick(const PickArgs& args) const override;
 
  private:
+  // A27's drops and A32's max_requests: the status of a dropped call (its
+  // A32 slot not taken), else null with the call's slot taken.
+  const Status* Admit() const;
   struct Drop {
     uint32_t requests_per_million;
     Status status;
