@@ -53,16 +53,17 @@ bool CompiledRoutes::TextTest::Contains(std::string_view text) const {
   const size_t n = value.size();
   if (n == 0) return true;
   if (text.size() < n) return false;
-  // Where the first byte matches, the rest is compared.
+  // Where the first byte matches (either case of a letter when ignoring
+  // case: `value` is lower-case), the rest is compared.
   const char first = value[0];
-  const size_t last = text.size() - n;
-  for (size_t at = 0; at <= last; ++at) {
-    char c = text[at];
-    if (ignore_case && c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    if (c != first) continue;
-    const char* rest = text.data() + at + 1;
-    if (ignore_case ? BytesEqualLowered(rest, value.data() + 1, n - 1)
-                    : BytesEqual(rest, value.data() + 1, n - 1)) {
+  const char first_upper =
+      ignore_case && first >= 'a' && first <= 'z' ? static_cast<char>(first - 'a' + 'A') : first;
+  const char* at = text.data();
+  const char* const last = at + (text.size() - n);
+  for (; at <= last; ++at) {
+    if (*at != first && *at != first_upper) continue;
+    if (ignore_case ? BytesEqualLowered(at + 1, value.data() + 1, n - 1)
+                    : BytesEqual(at + 1, value.data() + 1, n - 1)) {
       return true;
     }
   }
