@@ -72,9 +72,20 @@ void StopIoUringWake(IoOp* wake) { static_cast<WakeOp*>(wake)->StopRearming(); }
 Status Loop::InitIoUring(const LoopOptions& options) {
   ring_ = std::make_unique<io_uring>();
   io_uring_params params{};
-  params.flags = IORING_SETUP_CQSIZE;
+  // COOP_TASKRUN (5.19): completions are finished when the loop next
+  // enters the kernel, which it does every turn, instead of by
+  // interrupting it wherever it runs; TASKRUN_FLAG tells liburing's peek
+  // when such work is waiting. An older kernel refuses the flags: set up
+  // without them.
+  params.flags = IORING_SETUP_CQSIZE | IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG;
   params.cq_entries = options.queue_entries * 2;
   int rc = io_uring_queue_init_params(options.queue_entries, ring_.get(), &params);
+  if (rc == -EINVAL) {
+    params = io_uring_params{};
+    params.flags = IORING_SETUP_CQSIZE;
+    params.cq_entries = options.queue_entries * 2;
+    rc = io_uring_queue_init_params(options.queue_entries, ring_.get(), &params);
+  }
   if (rc < 0) {
     ring_.reset();
     Status s = ErrnoToStatus(-rc, "io_uring_setup");
