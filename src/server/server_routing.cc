@@ -1,6 +1,8 @@
 #include "server/server_routing.h"
 
+#include <array>
 #include <random>
+#include <span>
 #include <utility>
 #include <variant>
 
@@ -54,9 +56,20 @@ StatusOr<ServerRoute> SelectServerRoute(
     return Status(StatusCode::kUnavailable,
                   "no virtual host for authority \"" + call.authority() + "\"");
   }
-  std::vector<PickHeader> headers;
-  headers.reserve(call.request_metadata().size());
-  for (const auto& [name, value] : call.request_metadata()) headers.push_back({name, value});
+  // The metadata as views: on the stack for up to 16 entries, so a
+  // routed RPC allocates nothing here.
+  constexpr size_t kOnStack = 16;
+  const auto& metadata = call.request_metadata();
+  std::array<PickHeader, kOnStack> on_stack;
+  std::vector<PickHeader> spilled;
+  std::span<PickHeader> headers(on_stack.data(), metadata.size());
+  if (metadata.size() > kOnStack) {
+    spilled.resize(metadata.size());
+    headers = spilled;
+  }
+  for (size_t i = 0; i < metadata.size(); ++i) {
+    headers[i] = {metadata[i].first, metadata[i].second};
+  }
   const routing::RpcView rpc{call.method(), headers};
   const RouteConfigResource::Route* route =
       routing::SelectRoute(*virtual_host, rpc, [] { return RouteFractionDraw(); });
