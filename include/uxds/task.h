@@ -7,6 +7,7 @@
 #pragma once
 
 #include <coroutine>
+#include <cstddef>
 #include <exception>
 #include <optional>
 #include <type_traits>
@@ -21,7 +22,16 @@ class Task;
 
 namespace detail {
 
+// The runtime's per-thread cache of small blocks (src/runtime/block_cache.h).
+void* AllocateBlock(size_t size);
+void FreeBlock(void* block, size_t size) noexcept;
+
 struct PromiseBase {
+  // Coroutine frames come from the thread's block cache: a call makes and
+  // frees several, on the loop that runs it.
+  static void* operator new(size_t size) { return AllocateBlock(size); }
+  static void operator delete(void* frame, size_t size) noexcept { FreeBlock(frame, size); }
+
   std::coroutine_handle<> continuation;
   CancelState* cancel = nullptr;
   std::exception_ptr exception;

@@ -5,9 +5,22 @@
 #include <span>
 
 #include "http2/http2_stream.h"
+#include "runtime/block_cache.h"
 
 namespace uxds::http2::detail {
 namespace {
+
+// nghttp2's per-stream state (streams, header copies, outbound frames) is
+// made and freed with every call: from the loop thread's block cache.
+void* SessionMalloc(size_t size, void* /*user_data*/) { return uxds::detail::CachedMalloc(size); }
+void SessionFree(void* block, void* /*user_data*/) { uxds::detail::CachedFree(block); }
+void* SessionCalloc(size_t count, size_t size, void* /*user_data*/) {
+  return uxds::detail::CachedCalloc(count, size);
+}
+void* SessionRealloc(void* block, size_t size, void* /*user_data*/) {
+  return uxds::detail::CachedRealloc(block, size);
+}
+nghttp2_mem kSessionMemory = {nullptr, SessionMalloc, SessionFree, SessionCalloc, SessionRealloc};
 
 constexpr size_t kReadBufferSize = 32 * 1024;
 // mem_send output is gathered up to this size before one transport write.
@@ -339,9 +352,10 @@ Status Http2Session::Start() {
   // stripped"; it must not fail the call.
   nghttp2_option_set_no_rfc9113_leading_and_trailing_ws_validation(option, 1);
 
-  const int rv = role_ == Role::kClient
-                     ? nghttp2_session_client_new2(&session_, callbacks, this, option)
-                     : nghttp2_session_server_new2(&session_, callbacks, this, option);
+  const int rv =
+      role_ == Role::kClient
+          ? nghttp2_session_client_new3(&session_, callbacks, this, option, &kSessionMemory)
+          : nghttp2_session_server_new3(&session_, callbacks, this, option, &kSessionMemory);
   nghttp2_option_del(option);
   nghttp2_session_callbacks_del(callbacks);
   if (rv != 0) return InternalError(std::string("nghttp2 session: ") + nghttp2_strerror(rv));
