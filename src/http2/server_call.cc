@@ -2,6 +2,9 @@
 
 #include <nghttp2/nghttp2.h>
 
+#include <array>
+#include <string_view>
+
 #include "http2/grpc_protocol.h"
 #include "http2/server_session.h"
 
@@ -10,20 +13,45 @@ namespace {
 
 using HeaderFields = std::vector<std::pair<std::string, std::string>>;
 
-std::vector<nghttp2_nv> ToNv(const HeaderFields& fields) {
-  std::vector<nghttp2_nv> nva;
-  nva.reserve(fields.size());
-  for (const auto& [name, value] : fields) {
+// A HEADERS frame's fields as nghttp2 takes them, on the stack for the
+// usual few: a response's headers and trailers allocate nothing here.
+// nghttp2 copies a field at submit time unless it is added as static.
+class NvList {
+ public:
+  void Add(std::string_view name, std::string_view value) {
+    Push(name, value, NGHTTP2_NV_FLAG_NONE);
+  }
+  // Literals, which outlive the frame: nghttp2 keeps them uncopied.
+  void AddStatic(std::string_view name, std::string_view value) {
+    Push(name, value, NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE);
+  }
+  void Add(const HeaderFields& fields) {
+    for (const auto& [name, value] : fields) Add(name, value);
+  }
+  const nghttp2_nv* data() const { return spilled_.empty() ? inline_.data() : spilled_.data(); }
+  size_t size() const { return size_; }
+
+ private:
+  void Push(std::string_view name, std::string_view value, uint8_t flags) {
     nghttp2_nv nv;
     nv.name = reinterpret_cast<uint8_t*>(const_cast<char*>(name.data()));
     nv.namelen = name.size();
     nv.value = reinterpret_cast<uint8_t*>(const_cast<char*>(value.data()));
     nv.valuelen = value.size();
-    nv.flags = NGHTTP2_NV_FLAG_NONE;  // nghttp2 copies both at submit time
-    nva.push_back(nv);
+    nv.flags = flags;
+    if (size_ < inline_.size()) {
+      inline_[size_++] = nv;
+      return;
+    }
+    if (spilled_.empty()) spilled_.assign(inline_.begin(), inline_.end());
+    spilled_.push_back(nv);
+    ++size_;
   }
-  return nva;
-}
+
+  std::array<nghttp2_nv, 8> inline_;
+  std::vector<nghttp2_nv> spilled_;
+  size_t size_ = 0;
+};
 
 }  // namespace
 
@@ -88,15 +116,16 @@ Status Http2ServerCall::SendInitialMetadata() {
     Abort(valid);
     return valid;
   }
-  HeaderFields fields = {
-      {":status", "200"},
-      {"content-type", "application/grpc"},
-      {"grpc-accept-encoding", "identity"},
-  };
+  NvList nva;
+  nva.AddStatic(":status", "200");
+  nva.AddStatic("content-type", "application/grpc");
+  nva.AddStatic("grpc-accept-encoding", "identity");
+  // Encoded values live until nghttp2 has copied them, at submit.
+  std::vector<std::string> encoded;
+  encoded.reserve(initial_metadata_.size());
   for (const auto& [key, value] : initial_metadata_) {
-    fields.emplace_back(key, EncodeMetadataValue(key, value));
+    nva.Add(key, encoded.emplace_back(EncodeMetadataValue(key, value)));
   }
-  const std::vector<nghttp2_nv> nva = ToNv(fields);
   const nghttp2_data_provider provider = detail::Http2Session::StreamDataProvider();
   const int rv =
       nghttp2_submit_response(session_->nghttp2(), stream_id_, nva.data(), nva.size(), &provider);
@@ -140,8 +169,10 @@ void Http2ServerCall::FinishWithStatus(const Status& handler_status) {
   HeaderFields fields = TrailerFields(status);
   if (!headers_sent_) {
     // Trailers-Only: nothing was written, one HEADERS frame with END_STREAM.
-    fields.insert(fields.begin(), {{":status", "200"}, {"content-type", "application/grpc"}});
-    const std::vector<nghttp2_nv> nva = ToNv(fields);
+    NvList nva;
+    nva.AddStatic(":status", "200");
+    nva.AddStatic("content-type", "application/grpc");
+    nva.Add(fields);
     nghttp2_submit_response(session_->nghttp2(), stream_id_, nva.data(), nva.size(), nullptr);
     headers_sent_ = true;
   } else {
@@ -161,7 +192,8 @@ void Http2ServerCall::RespondWithoutHandler(int http_status, const Status& statu
   fields.insert(fields.end(), extra.begin(), extra.end());
   HeaderFields trailers = TrailerFields(status);
   fields.insert(fields.end(), trailers.begin(), trailers.end());
-  const std::vector<nghttp2_nv> nva = ToNv(fields);
+  NvList nva;
+  nva.Add(fields);
   nghttp2_submit_response(session_->nghttp2(), stream_id_, nva.data(), nva.size(), nullptr);
   headers_sent_ = true;
   session_->WakeWriter();
@@ -232,6 +264,8 @@ void Http2ServerCall::OnHeader(uint8_t category, std::string_view name, std::str
     // two Host or two :authority headers (PROTOCOL_ERROR, which A41 allows).
     if (!authority_seen_) authority_ = value;
   } else {
+    // Room for a few entries at once, rather than growing one at a time.
+    if (request_metadata_.capacity() == 0) request_metadata_.reserve(4);
     AppendReceivedMetadata(request_metadata_, name, value);
   }
 }
@@ -284,7 +318,8 @@ void Http2ServerCall::OnSendEnd(uint32_t* data_flags) {
   if (!pending_trailers_) return;
   // The trailers carry END_STREAM, not the last DATA frame.
   *data_flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
-  const std::vector<nghttp2_nv> nva = ToNv(*pending_trailers_);
+  NvList nva;
+  nva.Add(*pending_trailers_);
   nghttp2_submit_trailer(session_->nghttp2(), stream_id_, nva.data(), nva.size());
   pending_trailers_.reset();
 }
