@@ -29,6 +29,10 @@ class ClientSession;
 
 class ClientCall final : private detail::Http2Stream {
  public:
+  // From the loop thread's block cache, as every stream.
+  using detail::Http2Stream::operator new;
+  using detail::Http2Stream::operator delete;
+
   // How far a call that failed got, for gRPC's transparent retry (A6): a
   // call the server application cannot have seen may be started again.
   enum class Delivery {

@@ -24,7 +24,18 @@ Status AppendGrpcFrame(std::string& out, std::string_view message) {
   return OkStatus();
 }
 
-Status GrpcDeframer::Feed(std::string_view data, std::deque<std::string>& out) {
+std::string MessageQueue::pop_front() {
+  std::string message = std::move(messages_[head_]);
+  if (++head_ == messages_.size()) {
+    clear();  // keeps the capacity
+  } else if (head_ >= 16 && head_ * 2 >= messages_.size()) {
+    messages_.erase(messages_.begin(), messages_.begin() + static_cast<ptrdiff_t>(head_));
+    head_ = 0;
+  }
+  return message;
+}
+
+Status GrpcDeframer::Feed(std::string_view data, MessageQueue& out) {
   if (!error_.ok()) return error_;
   while (!data.empty()) {
     if (header_filled_ < kGrpcFrameHeaderSize) {
@@ -63,7 +74,7 @@ Status GrpcDeframer::Feed(std::string_view data, std::deque<std::string>& out) {
     const size_t take = std::min(body_length_ - body_received_, data.size());
     if (body_received_ == 0 && take == body_length_) {
       // The whole body is here (the common case): one allocation, exact.
-      out.emplace_back(data.substr(0, take));
+      out.push_back(std::string(data.substr(0, take)));
       data.remove_prefix(take);
       header_filled_ = 0;
       body_length_ = 0;

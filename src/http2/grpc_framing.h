@@ -8,7 +8,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +28,33 @@ inline constexpr size_t kMaxGrpcFrameMessageSize = UINT32_MAX;
 // kMaxGrpcFrameMessageSize.
 Status AppendGrpcFrame(std::string& out, std::string_view message);
 
+// Received messages in arrival order: a vector and the index of its
+// front. Unlike a std::deque, which allocates its map and a block when it
+// is made (twice per call), an empty queue holds no memory, and a call's
+// one message costs one small allocation. Consumed slots are dropped
+// once they are over half of the vector, so a stream read one message
+// behind its writer stays bounded.
+class MessageQueue {
+ public:
+  bool empty() const { return head_ == messages_.size(); }
+  size_t size() const { return messages_.size() - head_; }
+  std::string& operator[](size_t i) { return messages_[head_ + i]; }
+  std::string& front() { return messages_[head_]; }
+  void push_back(std::string message) { messages_.push_back(std::move(message)); }
+  // Takes the front message out.
+  std::string pop_front();
+  void clear() {
+    messages_.clear();
+    head_ = 0;
+  }
+  // Consumed and unconsumed slots held (for tests).
+  size_t slots() const { return messages_.size(); }
+
+ private:
+  std::vector<std::string> messages_;
+  size_t head_ = 0;
+};
+
 // Splits a byte stream (DATA frame payloads, cut anywhere) into messages.
 //
 // Feed() appends every completed message to `out`. The first framing error
@@ -40,7 +66,7 @@ class GrpcDeframer {
   explicit GrpcDeframer(size_t max_message_size = kDefaultMaxReceiveMessageSize)
       : max_message_size_(max_message_size) {}
 
-  Status Feed(std::string_view data, std::deque<std::string>& out);
+  Status Feed(std::string_view data, MessageQueue& out);
   // A message that arrives in several pieces is kept in pieces of at least
   // this size (or its rest), then joined once complete (see Feed).
   static constexpr size_t kPieceSize = 4 * 1024;

@@ -83,8 +83,7 @@ void Http2Stream::DiscardSendBuffer() {
 }
 
 std::string Http2Stream::PopReceivedMessage() {
-  std::string message = std::move(received_.front());
-  received_.pop_front();
+  std::string message = received_.pop_front();
   received_bytes_ -= message.size() + kGrpcFrameHeaderSize;
   UpdateBuffered();
   ReturnCredit();

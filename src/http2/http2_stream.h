@@ -19,12 +19,12 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <string>
 #include <string_view>
 
 #include "http2/async_condition.h"
 #include "http2/grpc_framing.h"
+#include "runtime/block_cache.h"
 #include "uxds/status.h"
 
 namespace uxds::http2::detail {
@@ -39,6 +39,14 @@ class Http2Stream {
  public:
   Http2Stream(const Http2Stream&) = delete;
   Http2Stream& operator=(const Http2Stream&) = delete;
+
+  // A stream is made and freed with every call, on its loop: from the
+  // loop thread's block cache (the destructor is virtual, so a delete
+  // through the base passes the whole object's size).
+  static void* operator new(size_t size) { return uxds::detail::AllocateBlock(size); }
+  static void operator delete(void* stream, size_t size) noexcept {
+    uxds::detail::FreeBlock(stream, size);
+  }
 
   int32_t stream_id() const { return stream_id_; }
 
@@ -134,7 +142,7 @@ class Http2Stream {
   uint64_t pulled_total_ = 0;  // copied into DATA frames by nghttp2
   uint64_t written_total_ = 0;
   bool in_write_batch_ = false;
-  std::deque<std::string> received_;
+  MessageQueue received_;
   size_t received_bytes_ = 0;        // framed size of the messages in received_
   size_t uncredited_bytes_ = 0;      // received but not yet returned to the window
   size_t accounted_bytes_ = 0;       // what the session counts for this stream

@@ -29,6 +29,10 @@ using ServerCall = ::uxds::ServerCall;
 
 class Http2ServerCall final : public ServerCall, private detail::Http2Stream {
  public:
+  // From the loop thread's block cache, as every stream.
+  using detail::Http2Stream::operator new;
+  using detail::Http2Stream::operator delete;
+
   ~Http2ServerCall() override;
 
   // ServerCall

@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 
-#include <deque>
 #include <string>
 
 namespace uxds::http2 {
@@ -41,7 +40,7 @@ TEST(GrpcFramingTest, MessageOverFourGibibytesIsRefused) {
 
 TEST(GrpcFramingTest, EmptyMessageRoundTrips) {
   GrpcDeframer deframer;
-  std::deque<std::string> out;
+  MessageQueue out;
   ASSERT_TRUE(deframer.Feed(Frame(""), out).ok());
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0], "");
@@ -52,7 +51,7 @@ TEST(GrpcFramingTest, MessagesSplitAtEveryByteBoundary) {
   const std::string stream = Frame("hello") + Frame("") + Frame(std::string(300, 'z')) + Frame("!");
   for (size_t cut = 0; cut <= stream.size(); ++cut) {
     GrpcDeframer deframer;
-    std::deque<std::string> out;
+    MessageQueue out;
     ASSERT_TRUE(deframer.Feed(std::string_view(stream).substr(0, cut), out).ok());
     ASSERT_TRUE(deframer.Feed(std::string_view(stream).substr(cut), out).ok());
     ASSERT_EQ(out.size(), 4u) << "cut at " << cut;
@@ -67,7 +66,7 @@ TEST(GrpcFramingTest, MessagesSplitAtEveryByteBoundary) {
 TEST(GrpcFramingTest, ByteAtATime) {
   const std::string stream = Frame("abc") + Frame("defgh");
   GrpcDeframer deframer;
-  std::deque<std::string> out;
+  MessageQueue out;
   for (char c : stream) ASSERT_TRUE(deframer.Feed(std::string_view(&c, 1), out).ok());
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[0], "abc");
@@ -76,7 +75,7 @@ TEST(GrpcFramingTest, ByteAtATime) {
 
 TEST(GrpcFramingTest, PartialMessageIsReported) {
   GrpcDeframer deframer;
-  std::deque<std::string> out;
+  MessageQueue out;
   const std::string framed = Frame("abcdef");
   ASSERT_TRUE(deframer.Feed(std::string_view(framed).substr(0, 3), out).ok());
   EXPECT_TRUE(deframer.has_partial_message());
@@ -95,7 +94,7 @@ TEST(GrpcFramingTest, MessageInPiecesIsJoinedAndCountedAsItArrives) {
   for (size_t piece : {size_t{1}, size_t{7}, GrpcDeframer::kPieceSize - 1, GrpcDeframer::kPieceSize,
                        GrpcDeframer::kPieceSize + 1, size_t{10000}}) {
     GrpcDeframer deframer;
-    std::deque<std::string> out;
+    MessageQueue out;
     size_t fed = 0;
     while (fed < framed.size()) {
       const size_t n = std::min(piece, framed.size() - fed);
@@ -115,14 +114,14 @@ TEST(GrpcFramingTest, MessageInPiecesIsJoinedAndCountedAsItArrives) {
 
 TEST(GrpcFramingTest, MessageAtTheLimitIsAccepted) {
   GrpcDeframer deframer(/*max_message_size=*/10);
-  std::deque<std::string> out;
+  MessageQueue out;
   ASSERT_TRUE(deframer.Feed(Frame(std::string(10, 'a')), out).ok());
   EXPECT_EQ(out.size(), 1u);
 }
 
 TEST(GrpcFramingTest, OversizeMessageIsResourceExhaustedFromItsPrefix) {
   GrpcDeframer deframer(/*max_message_size=*/10);
-  std::deque<std::string> out;
+  MessageQueue out;
   // Only the prefix: the limit is enforced before the body is buffered.
   const std::string framed = Frame(std::string(11, 'a'));
   Status status = deframer.Feed(std::string_view(framed).substr(0, 5), out);
@@ -135,7 +134,7 @@ TEST(GrpcFramingTest, OversizeMessageIsResourceExhaustedFromItsPrefix) {
 
 TEST(GrpcFramingTest, CompressedFlagWithoutEncodingIsInternal) {
   GrpcDeframer deframer;
-  std::deque<std::string> out;
+  MessageQueue out;
   std::string framed = Frame("abc");
   framed[0] = 1;
   Status status = deframer.Feed(framed, out);
@@ -146,7 +145,7 @@ TEST(GrpcFramingTest, CompressedFlagWithoutEncodingIsInternal) {
 
 TEST(GrpcFramingTest, InvalidFlagIsInternal) {
   GrpcDeframer deframer;
-  std::deque<std::string> out;
+  MessageQueue out;
   std::string framed = Frame("abc");
   framed[0] = 7;
   EXPECT_EQ(deframer.Feed(framed, out).code(), StatusCode::kInternal);
@@ -154,11 +153,33 @@ TEST(GrpcFramingTest, InvalidFlagIsInternal) {
 
 TEST(GrpcFramingTest, MessagesBeforeAnErrorAreDelivered) {
   GrpcDeframer deframer(/*max_message_size=*/4);
-  std::deque<std::string> out;
+  MessageQueue out;
   EXPECT_EQ(deframer.Feed(Frame("ok") + Frame("too long"), out).code(),
             StatusCode::kResourceExhausted);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0], "ok");
+}
+
+TEST(GrpcFramingTest, MessageQueueKeepsOrderAndDropsConsumedSlots) {
+  MessageQueue queue;
+  EXPECT_TRUE(queue.empty());
+  // A reader one message behind its writer, for long: every message comes
+  // out once, in order, and the consumed slots do not pile up.
+  queue.push_back("m0");
+  for (int i = 1; i <= 10000; ++i) {
+    queue.push_back("m" + std::to_string(i));
+    ASSERT_EQ(queue.size(), 2u);
+    ASSERT_EQ(queue.front(), "m" + std::to_string(i - 1));
+    ASSERT_EQ(queue[1], "m" + std::to_string(i));
+    ASSERT_EQ(queue.pop_front(), "m" + std::to_string(i - 1));
+    ASSERT_LE(queue.slots(), 34u) << "after " << i;
+  }
+  EXPECT_EQ(queue.pop_front(), "m10000");
+  EXPECT_TRUE(queue.empty());
+  queue.push_back("again");
+  EXPECT_EQ(queue.size(), 1u);
+  queue.clear();
+  EXPECT_TRUE(queue.empty());
 }
 
 }  // namespace
