@@ -24,10 +24,20 @@ Status AppendGrpcFrame(std::string& out, std::string_view message) {
   return OkStatus();
 }
 
+void MessageQueue::clear() {
+  constexpr size_t kKeptSlots = 16;
+  if (messages_.capacity() > kKeptSlots) {
+    std::vector<std::string>().swap(messages_);
+  } else {
+    messages_.clear();
+  }
+  head_ = 0;
+}
+
 std::string MessageQueue::pop_front() {
   std::string message = std::move(messages_[head_]);
   if (++head_ == messages_.size()) {
-    clear();  // keeps the capacity
+    clear();
   } else if (head_ >= 16 && head_ * 2 >= messages_.size()) {
     messages_.erase(messages_.begin(), messages_.begin() + static_cast<ptrdiff_t>(head_));
     head_ = 0;

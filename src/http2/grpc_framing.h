@@ -43,12 +43,12 @@ class MessageQueue {
   void push_back(std::string message) { messages_.push_back(std::move(message)); }
   // Takes the front message out.
   std::string pop_front();
-  void clear() {
-    messages_.clear();
-    head_ = 0;
-  }
+  // Empties the queue; a vector grown past a few slots (a burst of small
+  // messages) is freed rather than kept for the stream's lifetime.
+  void clear();
   // Consumed and unconsumed slots held (for tests).
   size_t slots() const { return messages_.size(); }
+  size_t capacity() const { return messages_.capacity(); }
 
  private:
   std::vector<std::string> messages_;

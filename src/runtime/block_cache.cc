@@ -5,10 +5,14 @@
 #include <cstdlib>
 #include <new>
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#include <atomic>
+#include <utility>
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(__SANITIZE_HWADDRESS__)
 #define UXDS_BLOCK_CACHE_OFF 1
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(hwaddress_sanitizer) || __has_feature(memory_sanitizer)
 #define UXDS_BLOCK_CACHE_OFF 1
 #endif
 #endif
@@ -29,15 +33,22 @@ struct FreeLink {
   FreeLink* next;
 };
 
+std::atomic<size_t> g_returned_at_thread_end{0};
+
 struct ThreadBlockCache {
   std::array<FreeLink*, kClasses> heads{};
   std::array<uint32_t, kClasses> counts{};
   size_t bytes = 0;
 
   ~ThreadBlockCache() {
+    size_t returned = 0;
     for (FreeLink*& head : heads) {
-      while (head != nullptr) std::free(std::exchange(head, head->next));
+      while (head != nullptr) {
+        std::free(std::exchange(head, head->next));
+        ++returned;
+      }
     }
+    g_returned_at_thread_end.fetch_add(returned, std::memory_order_relaxed);
   }
 };
 
@@ -87,6 +98,7 @@ void* AllocateBlock(size_t size) { return MallocOrThrow(size); }
 void FreeBlock(void* block, size_t /*size*/) noexcept { std::free(block); }
 bool BlockCacheEnabled() { return false; }
 size_t CachedBlockBytes() { return 0; }
+size_t BlocksReturnedByEndedThreads() { return 0; }
 
 #else
 
@@ -133,6 +145,10 @@ bool BlockCacheEnabled() { return true; }
 size_t CachedBlockBytes() {
   ThreadBlockCache* cache = t_cache;
   return cache != nullptr ? cache->bytes : 0;
+}
+
+size_t BlocksReturnedByEndedThreads() {
+  return g_returned_at_thread_end.load(std::memory_order_relaxed);
 }
 
 #endif

@@ -13,9 +13,10 @@
 // cache (all of them are malloc's blocks). A thread's cache is returned to
 // malloc when the thread ends.
 //
-// Under AddressSanitizer and ThreadSanitizer every block goes straight to
-// malloc and free: a reused block would hide a use after free from ASan,
-// and reuse without free would look like a race to TSan.
+// Under the address, memory and thread sanitizers every block goes
+// straight to malloc and free: a reused block would hide a use after free
+// or an uninitialised read, and reuse without free would look like a race
+// to TSan.
 #pragma once
 
 #include <cstddef>
@@ -33,10 +34,12 @@ void* AllocateBlock(size_t size);
 // A block from AllocateBlock(size), with the same size.
 void FreeBlock(void* block, size_t size) noexcept;
 
-// For tests: whether blocks are cached at all in this build, and how many
-// bytes the calling thread's cache holds.
+// For tests: whether blocks are cached at all in this build, how many
+// bytes the calling thread's cache holds, and how many blocks the caches
+// of ended threads gave back to malloc.
 bool BlockCacheEnabled();
 size_t CachedBlockBytes();
+size_t BlocksReturnedByEndedThreads();
 
 // The same for C libraries (nghttp2's allocator hooks), which free without
 // a size: each block carries its size in a 16-byte header. Null when out

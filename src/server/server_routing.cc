@@ -62,11 +62,10 @@ StatusOr<ServerRoute> SelectServerRoute(
   const auto& metadata = call.request_metadata();
   std::array<PickHeader, kOnStack> on_stack;
   std::vector<PickHeader> spilled;
-  std::span<PickHeader> headers(on_stack.data(), metadata.size());
-  if (metadata.size() > kOnStack) {
-    spilled.resize(metadata.size());
-    headers = spilled;
-  }
+  if (metadata.size() > kOnStack) spilled.resize(metadata.size());
+  const std::span<PickHeader> headers =
+      metadata.size() > kOnStack ? std::span<PickHeader>(spilled)
+                                 : std::span<PickHeader>(on_stack.data(), metadata.size());
   for (size_t i = 0; i < metadata.size(); ++i) {
     headers[i] = {metadata[i].first, metadata[i].second};
   }

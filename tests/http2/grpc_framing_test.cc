@@ -176,6 +176,16 @@ TEST(GrpcFramingTest, MessageQueueKeepsOrderAndDropsConsumedSlots) {
   }
   EXPECT_EQ(queue.pop_front(), "m10000");
   EXPECT_TRUE(queue.empty());
+  // Many unread messages when the consumed slots are dropped: they move
+  // to the front in order.
+  for (int i = 0; i < 100; ++i) queue.push_back("n" + std::to_string(i));
+  for (int i = 0; i < 60; ++i) ASSERT_EQ(queue.pop_front(), "n" + std::to_string(i));
+  ASSERT_EQ(queue.size(), 40u);
+  EXPECT_LT(queue.slots(), 100u);
+  for (int i = 60; i < 100; ++i) ASSERT_EQ(queue.pop_front(), "n" + std::to_string(i));
+  // A burst's vector is freed once read, not kept for the stream's life.
+  EXPECT_EQ(queue.capacity(), 0u);
+  EXPECT_TRUE(queue.empty());
   queue.push_back("again");
   EXPECT_EQ(queue.size(), 1u);
   queue.clear();
