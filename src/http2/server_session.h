@@ -9,6 +9,7 @@
 #include "http2/http2_session.h"
 #include "http2/server_options.h"
 #include "http2/service_registry.h"
+#include "runtime/block_cache.h"
 
 namespace uxds::http2::detail {
 
@@ -58,7 +59,13 @@ class ServerSession final : public Http2Session {
   const ServerOptions server_options_;
   const ConnectionInfo connection_info_;
   TaskGroup handlers_;
-  std::unordered_map<Http2ServerCall*, std::unique_ptr<Http2ServerCall>> calls_;
+  // A node per call, made and freed with it: from the loop's block cache.
+  using CallsByAddress =
+      std::unordered_map<Http2ServerCall*, std::unique_ptr<Http2ServerCall>,
+                         std::hash<Http2ServerCall*>, std::equal_to<Http2ServerCall*>,
+                         uxds::detail::BlockAllocator<
+                             std::pair<Http2ServerCall* const, std::unique_ptr<Http2ServerCall>>>>;
+  CallsByAddress calls_;
   AsyncCondition calls_changed_;
   bool draining_ = false;
   // When calls still running are cancelled; moved earlier by a shorter

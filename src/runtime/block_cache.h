@@ -20,6 +20,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <new>
 
 namespace uxds::detail {
 
@@ -33,6 +35,23 @@ inline constexpr size_t kMaxCachedBytesPerThread = 4 * 1024 * 1024;
 void* AllocateBlock(size_t size);
 // A block from AllocateBlock(size), with the same size.
 void FreeBlock(void* block, size_t size) noexcept;
+
+// A standard allocator over the cache, for the nodes of containers that
+// gain and lose an entry with every call.
+template <typename T>
+struct BlockAllocator {
+  static_assert(alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
+  using value_type = T;
+  BlockAllocator() = default;
+  template <typename U>
+  BlockAllocator(const BlockAllocator<U>& /*other*/) noexcept {}
+  T* allocate(size_t n) {
+    if (n > SIZE_MAX / sizeof(T)) throw std::bad_array_new_length();
+    return static_cast<T*>(AllocateBlock(n * sizeof(T)));
+  }
+  void deallocate(T* p, size_t n) noexcept { FreeBlock(p, n * sizeof(T)); }
+  friend bool operator==(const BlockAllocator&, const BlockAllocator&) { return true; }
+};
 
 // For tests: whether blocks are cached at all in this build, how many
 // bytes the calling thread's cache holds, and how many blocks the caches

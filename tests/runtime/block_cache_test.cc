@@ -11,6 +11,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "uxds/task.h"
@@ -86,6 +87,18 @@ TEST(BlockCacheTest, CHooksKeepSizesAndContents) {
   void* fresh = CachedRealloc(nullptr, 8);
   ASSERT_NE(fresh, nullptr);
   CachedFree(fresh);
+}
+
+TEST(BlockCacheTest, ContainerNodesComeFromTheCache) {
+  std::unordered_map<int, std::string, std::hash<int>, std::equal_to<int>,
+                     BlockAllocator<std::pair<const int, std::string>>>
+      map;
+  for (int i = 0; i < 100; ++i) map.emplace(i, std::to_string(i));
+  EXPECT_EQ(map.at(42), "42");
+  const size_t before = CachedBlockBytes();
+  map.erase(7);
+  if (!BlockCacheEnabled()) GTEST_SKIP() << "the cache is off under sanitizers";
+  EXPECT_GT(CachedBlockBytes(), before) << "the erased node joins the cache";
 }
 
 Task<int> Add(int a, int b) { co_return a + b; }
