@@ -53,6 +53,33 @@ class NvList {
   size_t size_ = 0;
 };
 
+// A call's trailers (grpc-status, grpc-message, the handler's trailing
+// metadata) added to `nva`; `texts` keeps the encoded values until
+// nghttp2 copies them at submit.
+struct TrailerTexts {
+  std::string code;
+  std::string message;
+  std::vector<std::string> metadata;
+};
+void AddTrailers(NvList& nva, const Status& status, const HeaderFields& trailing,
+                 TrailerTexts& texts) {
+  texts.code = std::to_string(static_cast<int>(status.code()));
+  nva.Add("grpc-status", texts.code);
+  if (!status.message().empty()) {
+    texts.message = PercentEncodeGrpcMessage(status.message());
+    nva.Add("grpc-message", texts.message);
+  }
+  texts.metadata.reserve(trailing.size());
+  for (const auto& [key, value] : trailing) {
+    nva.Add(key, texts.metadata.emplace_back(EncodeMetadataValue(key, value)));
+  }
+}
+
+const std::string& GrpcContentType() {
+  static const std::string* const kValue = new std::string("application/grpc");
+  return *kValue;
+}
+
 }  // namespace
 
 Http2ServerCall::Http2ServerCall(detail::ServerSession* session, CancelState* parent_cancel,
@@ -104,6 +131,9 @@ void Http2ServerCall::AddInitialMetadata(std::string key, std::string value) {
 }
 
 void Http2ServerCall::AddTrailingMetadata(std::string key, std::string value) {
+  // After the call finished its trailers are decided (and sent with the
+  // last DATA frame): later metadata is not added.
+  if (finished_) return;
   trailing_metadata_.emplace_back(std::move(key), std::move(value));
 }
 
@@ -138,18 +168,6 @@ Status Http2ServerCall::SendInitialMetadata() {
   return OkStatus();
 }
 
-HeaderFields Http2ServerCall::TrailerFields(const Status& status) {
-  HeaderFields fields;
-  fields.emplace_back("grpc-status", std::to_string(static_cast<int>(status.code())));
-  if (!status.message().empty()) {
-    fields.emplace_back("grpc-message", PercentEncodeGrpcMessage(status.message()));
-  }
-  for (const auto& [key, value] : trailing_metadata_) {
-    fields.emplace_back(key, EncodeMetadataValue(key, value));
-  }
-  return fields;
-}
-
 void Http2ServerCall::FinishWithStatus(const Status& handler_status) {
   if (finished_ || cancelled_ || stream_closed_ || session_->closing()) {
     finished_ = true;
@@ -166,17 +184,18 @@ void Http2ServerCall::FinishWithStatus(const Status& handler_status) {
   }
   finished_ = true;
   if (deadline_timer_) deadline_timer_->Cancel();
-  HeaderFields fields = TrailerFields(status);
   if (!headers_sent_) {
     // Trailers-Only: nothing was written, one HEADERS frame with END_STREAM.
     NvList nva;
     nva.AddStatic(":status", "200");
     nva.AddStatic("content-type", "application/grpc");
-    nva.Add(fields);
+    TrailerTexts texts;
+    AddTrailers(nva, status, trailing_metadata_, texts);
     nghttp2_submit_response(session_->nghttp2(), stream_id_, nva.data(), nva.size(), nullptr);
     headers_sent_ = true;
   } else {
-    pending_trailers_ = std::move(fields);
+    // The trailers follow the last DATA frame (OnSendEnd).
+    pending_status_ = std::move(status);
     EndSending();
   }
   session_->WakeWriter();
@@ -187,13 +206,13 @@ void Http2ServerCall::RespondWithoutHandler(int http_status, const Status& statu
   handler_done_ = true;
   finished_ = true;
   if (stream_closed_ || session_->closing()) return;
-  HeaderFields fields = {{":status", std::to_string(http_status)},
-                         {"content-type", "application/grpc"}};
-  fields.insert(fields.end(), extra.begin(), extra.end());
-  HeaderFields trailers = TrailerFields(status);
-  fields.insert(fields.end(), trailers.begin(), trailers.end());
+  const std::string http_status_text = std::to_string(http_status);
   NvList nva;
-  nva.Add(fields);
+  nva.Add(":status", http_status_text);
+  nva.AddStatic("content-type", "application/grpc");
+  nva.Add(extra);
+  TrailerTexts texts;
+  AddTrailers(nva, status, trailing_metadata_, texts);
   nghttp2_submit_response(session_->nghttp2(), stream_id_, nva.data(), nva.size(), nullptr);
   headers_sent_ = true;
   session_->WakeWriter();
@@ -250,7 +269,12 @@ void Http2ServerCall::OnHeader(uint8_t category, std::string_view name, std::str
   } else if (!name.empty() && name[0] == ':') {
     // :scheme: nothing to check.
   } else if (name == "content-type") {
-    content_type_ = value;
+    if (value == GrpcContentType()) {
+      content_type_ = &GrpcContentType();
+    } else {
+      content_type_value_ = value;
+      content_type_ = &content_type_value_;
+    }
   } else if (name == "grpc-timeout") {
     grpc_timeout_ = std::string(value);
   } else if (name == "grpc-encoding") {
@@ -315,13 +339,14 @@ void Http2ServerCall::OnSessionClosed(const Status& /*reason*/) {
 
 void Http2ServerCall::OnSendEnd(uint32_t* data_flags) {
   *data_flags |= NGHTTP2_DATA_FLAG_EOF;
-  if (!pending_trailers_) return;
+  if (!pending_status_) return;
   // The trailers carry END_STREAM, not the last DATA frame.
   *data_flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
   NvList nva;
-  nva.Add(*pending_trailers_);
+  TrailerTexts texts;
+  AddTrailers(nva, *pending_status_, trailing_metadata_, texts);
   nghttp2_submit_trailer(session_->nghttp2(), stream_id_, nva.data(), nva.size());
-  pending_trailers_.reset();
+  pending_status_.reset();
 }
 
 void Http2ServerCall::OnFinalHeadersSent() {

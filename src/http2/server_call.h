@@ -40,7 +40,7 @@ class Http2ServerCall final : public ServerCall, private detail::Http2Stream {
   const std::string& authority() const override { return authority_; }
   const Metadata& request_metadata() const override { return request_metadata_; }
   std::optional<Loop::Clock::time_point> deadline() const override { return deadline_; }
-  const std::string& content_type() const override { return content_type_; }
+  const std::string& content_type() const override { return *content_type_; }
   const std::string& peer() const override;
   const ConnectionInfo& connection() const override;
   Loop& loop() const override { return loop_; }
@@ -69,7 +69,6 @@ class Http2ServerCall final : public ServerCall, private detail::Http2Stream {
   // The call is dead (client RST, deadline, lost connection).
   void MarkCancelled();
   void StartDeadlineTimer();
-  std::vector<std::pair<std::string, std::string>> TrailerFields(const Status& status);
 
   // detail::Http2Stream
   void OnHeader(uint8_t category, std::string_view name, std::string_view value) override;
@@ -89,7 +88,11 @@ class Http2ServerCall final : public ServerCall, private detail::Http2Stream {
   std::string method_;  // :method
   std::string path_;
   std::string authority_;
-  std::string content_type_;
+  // The request's content-type. The usual value is one byte over
+  // std::string's inline size: it points to a shared constant instead of
+  // being copied for every call.
+  const std::string* content_type_ = &content_type_value_;
+  std::string content_type_value_;
   std::optional<std::string> grpc_timeout_;
   std::optional<std::string> grpc_encoding_;
   Metadata request_metadata_;
@@ -107,7 +110,9 @@ class Http2ServerCall final : public ServerCall, private detail::Http2Stream {
   Metadata initial_metadata_;
   Metadata trailing_metadata_;
   // Trailers waiting for the last DATA frame (submitted from OnSendEnd).
-  std::optional<std::vector<std::pair<std::string, std::string>>> pending_trailers_;
+  // Set when the call finished after writing: its status, sent as
+  // trailers after the last DATA frame.
+  std::optional<Status> pending_status_;
 };
 
 }  // namespace uxds::http2

@@ -105,9 +105,9 @@ void ServerSession::OnRequestHeaders(Http2ServerCall* call) {
   }
   // PROTOCOL-HTTP2: "If Content-Type does not begin with "application/grpc",
   // gRPC servers SHOULD respond with HTTP status of 415".
-  if (!IsGrpcContentType(call->content_type_)) {
+  if (!IsGrpcContentType(call->content_type())) {
     call->RespondWithoutHandler(
-        415, InternalError("invalid gRPC request content-type \"" + call->content_type_ + "\""));
+        415, InternalError("invalid gRPC request content-type \"" + call->content_type() + "\""));
     return;
   }
   if (call->grpc_encoding_ && *call->grpc_encoding_ != "identity") {
