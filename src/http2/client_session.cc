@@ -4,6 +4,7 @@
 
 #include "http2/client_call.h"
 #include "http2/grpc_protocol.h"
+#include "http2/nv_list.h"
 
 #ifndef UXDS_VERSION
 #define UXDS_VERSION "dev"
@@ -18,16 +19,6 @@ using Delivery = ClientCall::Delivery;
 // max_send_header_block_length, which we keep): a larger one is never
 // sent (NGHTTP2_ERR_FRAME_SIZE_ERROR).
 constexpr size_t kMaxSendHeaderBlock = 64 * 1024;
-
-nghttp2_nv HeaderField(std::string_view name, std::string_view value) {
-  nghttp2_nv nv;
-  nv.name = reinterpret_cast<uint8_t*>(const_cast<char*>(name.data()));
-  nv.namelen = name.size();
-  nv.value = reinterpret_cast<uint8_t*>(const_cast<char*>(value.data()));
-  nv.valuelen = value.size();
-  nv.flags = NGHTTP2_NV_FLAG_NONE;  // nghttp2 copies both at submit time
-  return nv;
-}
 
 Http2SessionOptions SessionOptionsFor(const ClientConnectionOptions& options) {
   Http2SessionOptions session;
@@ -87,25 +78,24 @@ std::unique_ptr<ClientCall> ClientSession::StartCall(
 
   // PROTOCOL-HTTP2 Call-Definition, reserved headers first, then Timeout,
   // then the rest of the call definition, then Custom-Metadata.
-  std::vector<nghttp2_nv> headers;
-  headers.reserve(10 + metadata.size());
-  headers.push_back(HeaderField(":method", "POST"));
-  headers.push_back(HeaderField(":scheme", scheme_));
-  headers.push_back(HeaderField(":path", call->path()));
-  headers.push_back(HeaderField(":authority", client_options_.authority));
-  if (!timeout.empty()) headers.push_back(HeaderField("grpc-timeout", timeout));
-  headers.push_back(HeaderField("te", "trailers"));
-  headers.push_back(HeaderField("content-type", "application/grpc"));
-  headers.push_back(HeaderField("user-agent", user_agent_));
-  headers.push_back(HeaderField("grpc-accept-encoding", "identity"));
+  NvList headers;
+  headers.AddStatic(":method", "POST");
+  headers.Add(":scheme", scheme_);
+  headers.Add(":path", call->path());
+  headers.Add(":authority", client_options_.authority);
+  if (!timeout.empty()) headers.Add("grpc-timeout", timeout);
+  headers.AddStatic("te", "trailers");
+  headers.AddStatic("content-type", "application/grpc");
+  headers.Add("user-agent", user_agent_);
+  headers.AddStatic("grpc-accept-encoding", "identity");
   std::vector<std::string> encoded;  // base64 of -bin values, alive until submit
   encoded.reserve(metadata.size());
   for (const auto& [key, value] : metadata) {
     if (IsBinaryMetadataKey(key)) {
       encoded.push_back(Base64Encode(value));
-      headers.push_back(HeaderField(key, encoded.back()));
+      headers.Add(key, encoded.back());
     } else {
-      headers.push_back(HeaderField(key, value));
+      headers.Add(key, value);
     }
   }
 
