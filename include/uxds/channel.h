@@ -56,6 +56,16 @@ struct PickHeader {
   std::string_view value;
 };
 
+// A set of endpoints by Endpoint::index, one bit each (the caller's
+// words; a pick reads them and copies nothing).
+struct EndpointMask {
+  std::span<const uint64_t> words;
+  bool Contains(uint32_t index) const {
+    const size_t word = index / 64;
+    return word < words.size() && ((words[word] >> (index % 64)) & 1) != 0;
+  }
+};
+
 struct PickArgs {
   // A42: the request hash the channel computed from the route's hash
   // policies (a random one when none produced a hash). Unset: ring_hash
@@ -65,6 +75,13 @@ struct PickArgs {
   // the caller's own strings: a pick copies nothing); ring_hash's
   // request_hash_header reads it (A76).
   std::span<const std::pair<std::string, std::string>> metadata;
+  // Endpoints the picking thread cannot use whatever their subchannel's
+  // state (a LoopChannel's endpoints its own loop failed to connect to):
+  // ring_hash takes them as TRANSIENT_FAILURE and walks past them (A42),
+  // round_robin passes over them. A policy with nothing else to pick
+  // returns one of them, and the caller fails or queues the call as for a
+  // TRANSIENT_FAILURE pick. Null: none (the common case costs one test).
+  const EndpointMask* unreachable = nullptr;
 };
 
 struct PickResult {

@@ -26,6 +26,8 @@ PickResult RingHashPicker::Pick(const PickArgs& args) const {
   if (ring_->empty()) return PickResult::Fail(&failure_);
   if (request_hash_header_.empty()) {
     if (!args.hash.has_value()) return PickResult::Fail(&no_hash_);
+    if (args.unreachable != nullptr) [[unlikely]]
+      return PickAvoiding(*args.hash, *args.unreachable);
     return PickForHash(*args.hash);
   }
   // A76: the header's values joined with ',' are hashed; XXH64's streaming
@@ -43,7 +45,8 @@ PickResult RingHashPicker::Pick(const PickArgs& args) const {
   }
   // A76: only a header with a non-empty value gives the hash; an empty one
   // counts as missing.
-  if (!non_empty) return PickForRandomHash(ThreadRandom());
+  if (!non_empty) return PickForRandomHash(ThreadRandom(), args.unreachable);
+  if (args.unreachable != nullptr) return PickAvoiding(XXH64_digest(&state), *args.unreachable);
   return PickForHash(XXH64_digest(&state));
 }
 
@@ -90,7 +93,13 @@ PickResult RingHashPicker::PickFromIndexOf(uint64_t hash) const {
   return PickFromFirst(first, state);
 }
 
-PickResult RingHashPicker::PickFromFirst(size_t first, ConnectivityState state) const {
+PickResult RingHashPicker::PickAvoiding(uint64_t hash, const EndpointMask& unreachable) const {
+  const size_t first = ring_->FindIndex(hash);
+  return PickFromFirst(first, StateAt(first, &unreachable), &unreachable);
+}
+
+PickResult RingHashPicker::PickFromFirst(size_t first, ConnectivityState state,
+                                         const EndpointMask* unreachable) const {
   switch (state) {
     case ConnectivityState::kReady:
       return CompleteAt(first);
@@ -102,7 +111,7 @@ PickResult RingHashPicker::PickFromFirst(size_t first, ConnectivityState state) 
     case ConnectivityState::kTransientFailure:
       break;
   }
-  ConnectAt(first);
+  ConnectAt(first, unreachable);
   const uint32_t first_endpoint = (*ring_)[first].endpoint;
   bool found_second = false;
   bool found_first_non_failed = false;
@@ -110,7 +119,7 @@ PickResult RingHashPicker::PickFromFirst(size_t first, ConnectivityState state) 
   for (size_t i = 1; i < n; ++i) {
     const size_t index = (first + i) % n;
     if ((*ring_)[index].endpoint == first_endpoint) continue;
-    const ConnectivityState state = StateAt(index);
+    const ConnectivityState state = StateAt(index, unreachable);
     if (state == ConnectivityState::kReady) return CompleteAt(index);
     if (!found_second) {
       if (state == ConnectivityState::kConnecting) return PickResult::Queue();
@@ -122,7 +131,7 @@ PickResult RingHashPicker::PickFromFirst(size_t first, ConnectivityState state) 
     }
     if (!found_first_non_failed) {
       if (state == ConnectivityState::kTransientFailure) {
-        ConnectAt(index);
+        ConnectAt(index, unreachable);
       } else {
         if (state == ConnectivityState::kIdle) ConnectAt(index);
         found_first_non_failed = true;
@@ -135,13 +144,13 @@ PickResult RingHashPicker::PickFromFirst(size_t first, ConnectivityState state) 
 // A76: a request without the configured header walks the ring from a
 // random point to the first READY endpoint, asking at most one IDLE
 // endpoint to connect (none if one was already connecting).
-PickResult RingHashPicker::PickForRandomHash(uint64_t hash) const {
+PickResult RingHashPicker::PickForRandomHash(uint64_t hash, const EndpointMask* unreachable) const {
   const size_t first = ring_->FindIndex(hash);
   bool requested_connection = any_connecting_;
   const size_t n = ring_->size();
   for (size_t i = 0; i < n; ++i) {
     const size_t index = (first + i) % n;
-    const ConnectivityState state = StateAt(index);
+    const ConnectivityState state = StateAt(index, unreachable);
     if (state == ConnectivityState::kReady) return CompleteAt(index);
     if (!requested_connection && state == ConnectivityState::kIdle) {
       ConnectAt(index);

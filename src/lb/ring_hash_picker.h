@@ -27,7 +27,10 @@ class RingHashPicker final : public Picker {
   PickResult PickForHash(uint64_t hash) const;
 
  private:
-  PickResult PickForRandomHash(uint64_t hash) const;
+  PickResult PickForRandomHash(uint64_t hash, const EndpointMask* unreachable) const;
+  // A42's pick where some endpoints are taken as TRANSIENT_FAILURE
+  // (PickArgs::unreachable): the whole pick through FindIndex.
+  [[gnu::noinline]] PickResult PickAvoiding(uint64_t hash, const EndpointMask& unreachable) const;
   // Out of line, so PickForHash's READY path is a leaf: PickForHash when
   // the ring's line cannot answer (a narrow line's range continuing in the
   // next line is tried first), and when the first endpoint is not READY.
@@ -52,15 +55,26 @@ class RingHashPicker final : public Picker {
     return subchannel;
   }
   // A42's pseudo-code from the entry FindIndex found, in state `state`.
-  PickResult PickFromFirst(size_t first, ConnectivityState state) const;
-  ConnectivityState StateAt(size_t ring_index) const {
-    return subchannels_[ring_->operator[](ring_index).endpoint]->state();
+  PickResult PickFromFirst(size_t first, ConnectivityState state,
+                           const EndpointMask* unreachable = nullptr) const;
+  // The state of the entry's endpoint; TRANSIENT_FAILURE for one in
+  // `unreachable`.
+  ConnectivityState StateAt(size_t ring_index, const EndpointMask* unreachable = nullptr) const {
+    const Subchannel* subchannel = subchannels_[ring_->operator[](ring_index).endpoint];
+    if (unreachable != nullptr && unreachable->Contains(subchannel->endpoint().index)) {
+      return ConnectivityState::kTransientFailure;
+    }
+    return subchannel->state();
   }
   PickResult CompleteAt(size_t ring_index) const {
     return PickResult::Complete(&subchannels_[(*ring_)[ring_index].endpoint]->endpoint());
   }
-  void ConnectAt(size_t ring_index) const {
-    subchannels_[(*ring_)[ring_index].endpoint]->RequestConnectionFromAnyThread();
+  // Asks the entry's endpoint to connect; not one in `unreachable`, which
+  // the picking thread reconnects itself.
+  void ConnectAt(size_t ring_index, const EndpointMask* unreachable = nullptr) const {
+    Subchannel* subchannel = subchannels_[(*ring_)[ring_index].endpoint];
+    if (unreachable != nullptr && unreachable->Contains(subchannel->endpoint().index)) return;
+    subchannel->RequestConnectionFromAnyThread();
   }
 
   std::shared_ptr<const Ring> ring_;

@@ -26,7 +26,7 @@ RoundRobinPicker::RoundRobinPicker(std::vector<SubchannelRef> ready)
   for (const SubchannelRef& r : ready_) endpoints_.push_back(&r->endpoint());
 }
 
-PickResult RoundRobinPicker::Pick(const PickArgs&) const {
+PickResult RoundRobinPicker::Pick(const PickArgs& args) const {
   PickerPosition& slot = t_positions[id_ % kPositionSlots];
   if (slot.picker_id != id_) [[unlikely]] {
     // A picker this thread has not used (or lost its slot): a random start,
@@ -34,7 +34,16 @@ PickResult RoundRobinPicker::Pick(const PickArgs&) const {
     slot.picker_id = id_;
     slot.position = ThreadRandom();
   }
-  return PickResult::Complete(endpoints_[slot.position++ % endpoints_.size()]);
+  const Endpoint* picked = endpoints_[slot.position++ % endpoints_.size()];
+  if (args.unreachable != nullptr) [[unlikely]] {
+    // The next READY endpoint this thread can reach, if any; else the one
+    // in turn (the caller treats it as a failed pick).
+    for (size_t tried = 1; tried < endpoints_.size() && args.unreachable->Contains(picked->index);
+         ++tried) {
+      picked = endpoints_[slot.position++ % endpoints_.size()];
+    }
+  }
+  return PickResult::Complete(picked);
 }
 
 RoundRobinPolicy::RoundRobinPolicy(SubchannelPool& pool, Reporter reporter)

@@ -77,6 +77,29 @@ TEST_F(PoliciesTest, RoundRobinPickersStartAtRandomPoints) {
   EXPECT_GT(first_picks.size(), 1u);
 }
 
+// PickArgs::unreachable: round_robin passes over the endpoints in the mask,
+// keeping the others' turns; with all of them in it, it still returns one
+// (the caller fails that pick).
+TEST_F(PoliciesTest, RoundRobinPassesOverUnreachableEndpoints) {
+  std::vector<SubchannelRef> refs = Subchannels(4, 4001);
+  RoundRobinPicker picker(refs);
+  uint64_t word =
+      (uint64_t{1} << refs[1]->endpoint().index) | (uint64_t{1} << refs[2]->endpoint().index);
+  ASSERT_LT(refs[3]->endpoint().index, 64u);
+  const EndpointMask mask{std::span<const uint64_t>(&word, 1)};
+  PickArgs args;
+  args.unreachable = &mask;
+  std::map<const Endpoint*, int> counts;
+  for (int i = 0; i < 1000; ++i) ++counts[picker.Pick(args).endpoint];
+  EXPECT_EQ(counts.size(), 2u);
+  EXPECT_EQ(counts[&refs[0]->endpoint()], 500);
+  EXPECT_EQ(counts[&refs[3]->endpoint()], 500);
+  word = ~uint64_t{0};
+  const PickResult all = picker.Pick(args);
+  EXPECT_EQ(all.kind, PickResult::Kind::kComplete);
+  EXPECT_NE(all.endpoint, nullptr);
+}
+
 // wrr_locality over ring_hash: every locality's ring_hash is IDLE until
 // picked, so weighted_target reports IDLE; its picker's first pick makes
 // the children exit IDLE, and the policy gets READY without any other

@@ -312,6 +312,55 @@ TEST_F(RingHashPickerTest, OnlyTheFirstNonFailedEndpointIsAskedToConnect) {
   }());
 }
 
+// PickArgs::unreachable: an endpoint in the mask is taken as
+// TRANSIENT_FAILURE whatever its subchannel's state, and is not asked to
+// connect (its picking loop reconnects it).
+TEST_F(RingHashPickerTest, AnUnreachableEndpointIsTakenAsFailed) {
+  loop_->BlockOn([&]() -> Task<void> {
+    auto ring = MakeRing({1, 1, 1});
+    std::vector<Subchannel*> placed;
+    const std::vector<State> states{State::kReady, State::kReady, State::kReady};
+    auto picker = co_await MakePicker(ring, 0, states, placed);
+    uint64_t word = uint64_t{1} << placed[0]->endpoint().index;
+    const EndpointMask mask{std::span<const uint64_t>(&word, 1)};
+    PickArgs args;
+    args.hash = (*ring)[0].hash;
+    args.unreachable = &mask;
+    EXPECT_EQ(Picked(picker->Pick(args))->subchannel, placed[1]);
+    // Without the mask, the same hash picks the first endpoint.
+    args.unreachable = nullptr;
+    EXPECT_EQ(Picked(picker->Pick(args))->subchannel, placed[0]);
+    // Every endpoint unreachable: the pick fails as A42's all-failed case.
+    word = ~uint64_t{0};
+    args.unreachable = &mask;
+    EXPECT_EQ(picker->Pick(args).kind, PickResult::Kind::kFail);
+    co_await Settle();
+    for (Subchannel* s : placed) EXPECT_EQ(s->connection_attempts(), 1u);
+  }());
+}
+
+// The same for a request hashed by its request_hash_header (A76), and for
+// one without it (a random walk to the first READY endpoint it can reach).
+TEST_F(RingHashPickerTest, AHeaderHashedPickGoesAroundAnUnreachableEndpoint) {
+  loop_->BlockOn([&]() -> Task<void> {
+    auto ring = MakeRing({1, 1});
+    std::vector<Subchannel*> placed;
+    const std::vector<State> states{State::kReady, State::kReady};
+    auto picker = co_await MakePicker(ring, 0, states, placed, "x-key");
+    uint64_t word = uint64_t{1} << placed[0]->endpoint().index;
+    const EndpointMask mask{std::span<const uint64_t>(&word, 1)};
+    PickArgs args;
+    args.unreachable = &mask;
+    for (int i = 0; i < 20; ++i) {
+      const std::vector<std::pair<std::string, std::string>> keyed{{"x-key", std::to_string(i)}};
+      args.metadata = keyed;
+      EXPECT_EQ(Picked(picker->Pick(args))->subchannel, placed[1]) << i;
+      args.metadata = {};
+      EXPECT_EQ(Picked(picker->Pick(args))->subchannel, placed[1]) << i;
+    }
+  }());
+}
+
 TEST_F(RingHashPickerTest, AllFailedFailsThePick) {
   loop_->BlockOn([&]() -> Task<void> {
     auto ring = MakeRing({1, 1, 1});
