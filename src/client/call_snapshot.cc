@@ -93,10 +93,12 @@ void PinRoute(const CallSnapshot& snapshot, std::optional<CallRoute>& route) {
 }
 
 PickResult PickInCluster(const SnapshotCluster& cluster, const PickScope& scope,
-                         const CallRoute& route, CallRequest& request, PickMiss& miss) {
+                         const CallRoute& route, CallRequest& request, PickMiss& miss,
+                         const EndpointMask* unreachable) {
   PickArgs args;
   args.hash = route.hash;
   args.metadata = request.metadata();
+  args.unreachable = unreachable;
   PickResult result = scope.Pick(args);
   switch (result.kind) {
     case PickResult::Kind::kComplete:

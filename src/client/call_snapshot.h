@@ -108,8 +108,10 @@ void PinRoute(const CallSnapshot& snapshot, std::optional<CallRoute>& route);
 // kComplete result for a READY endpoint (valid while the scope lives);
 // else why not in `miss` (kWait for a queued pick). Returned, not written
 // through a reference: the picker tree builds it in the caller's variable.
+// `unreachable`: endpoints the calling loop cannot connect to (null: none).
 PickResult PickInCluster(const SnapshotCluster& cluster, const PickScope& scope,
-                         const CallRoute& route, CallRequest& request, PickMiss& miss);
+                         const CallRoute& route, CallRequest& request, PickMiss& miss,
+                         const EndpointMask* unreachable = nullptr);
 
 struct LoopConnection;  // one loop's connection to one endpoint (loop_channel.cc)
 

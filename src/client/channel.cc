@@ -91,7 +91,9 @@ StatusOr<std::unique_ptr<Channel>> Channel::Create(Loop& loop, std::string_view 
   // loop when their endpoint leaves.
   impl->shared->connection = subchannel_options.connection;
   impl->shared->connection.connect_timeout = subchannel_options.min_connect_timeout;
-  impl->shared->retry_delay = subchannel_options.initial_backoff;
+  impl->shared->backoff = {subchannel_options.initial_backoff,
+                           subchannel_options.backoff_multiplier, subchannel_options.backoff_jitter,
+                           subchannel_options.max_backoff};
   impl->shared->idle_timeout = impl->options.loop_connection_idle_timeout;
   impl->subchannels->SetReleaseObserver([shared = impl->shared](uint32_t index, uint64_t uid) {
     shared->NotifyEndpointLeft(index, uid);
@@ -117,6 +119,11 @@ StatusOr<std::unique_ptr<Channel>> Channel::Create(Loop& loop, std::string_view 
           self->OnConfig(std::move(update));
         },
         LookupFor(impl->options), impl->options.min_time_between_resolutions);
+    // While no config has come, other loops' calls read what the channel
+    // waits for from the snapshot: a new one each time that changes.
+    impl->dependencies->SetProgressObserver([self] {
+      if (self->routes == nullptr && !self->config_failed) self->LinkRoutes();
+    });
   } else {
     impl->direct_cluster = impl->target.name;
     impl->routes = CompiledRoutes::Direct(impl->direct_cluster);

@@ -203,7 +203,11 @@ bool LoopChannel::Impl::PickIn(const CallSnapshot& snapshot, CallRequest& reques
   if (cluster == nullptr) return false;
   // The endpoint, and the subchannel it names, live while this scope does.
   PickScope scope(cluster->lb->picker_slot());
-  const PickResult result = client_internal::PickInCluster(*cluster, scope, *route, request, miss);
+  // Endpoints this loop could not connect to, though the channel's loop
+  // can: the pick goes around them as around TRANSIENT_FAILURE ones.
+  const EndpointMask unreachable{unreachable_words};
+  const PickResult result = client_internal::PickInCluster(
+      *cluster, scope, *route, request, miss, unreachable_count > 0 ? &unreachable : nullptr);
   if (result.kind != PickResult::Kind::kComplete) return false;
   LoopConnection& c = ConnectionFor(result.endpoint->index, *result.endpoint->subchannel);
   if (c.connection != nullptr && c.connection->usable()) {
@@ -214,9 +218,9 @@ bool LoopChannel::Impl::PickIn(const CallSnapshot& snapshot, CallRequest& reques
     return true;
   }
   CallNotStarted(result);
-  if (c.failed_until.has_value() && Loop::Clock::now() < *c.failed_until) {
-    // This loop could not connect to an endpoint the channel's loop can:
-    // as a TRANSIENT_FAILURE pick, the call fails or waits for ready.
+  if (c.unreachable) {
+    // Nothing else to go to: as a TRANSIENT_FAILURE pick, the call fails
+    // or waits for ready (its connect task keeps retrying).
     miss = {PickMiss::Next::kWaitOrFail, c.last_failure};
     return false;
   }
@@ -239,8 +243,9 @@ LoopConnection& LoopChannel::Impl::ConnectionFor(uint32_t index, const Subchanne
   }
   if (slot == nullptr) {
     ScheduleIdleSweep();
-    slot = std::make_unique<LoopConnection>();
+    slot = std::make_unique<LoopConnection>(shared->backoff);
     slot->owner = this;
+    slot->index = index;
     slot->uid = subchannel.uid();
     slot->address = subchannel.address();
     slot->socket_address = subchannel.socket_address();
@@ -250,6 +255,8 @@ LoopConnection& LoopChannel::Impl::ConnectionFor(uint32_t index, const Subchanne
 }
 
 void LoopChannel::Impl::Retire(std::unique_ptr<LoopConnection> connection) {
+  // Out of by_index: its endpoint's index is no longer this one's to mask.
+  if (connection->unreachable) SetUnreachable(*connection, false);
   connection->retired = true;
   LoopConnection* raw = connection.get();
   retired.push_back(std::move(connection));
@@ -273,27 +280,64 @@ Task<void> LoopChannel::Impl::CloseAndFree(std::unique_ptr<LoopConnection> conne
   if (connection->connection != nullptr) co_await connection->connection->Close();
 }
 
+// gRPC's connection-backoff, as Subchannel::ConnectOnce: an attempt gets
+// max(min_connect_timeout, backoff), and the next starts no earlier than
+// `backoff` after this one started. The channel's loop may reach the
+// endpoint all along; this loop retries on its own, because no pick asks
+// it to while its picks go around the endpoint.
 Task<void> LoopChannel::Impl::Connect(LoopConnection* c) {
-  StatusOr<std::unique_ptr<http2::ClientConnection>> connected =
-      co_await ConnectSecured(loop, c->socket_address, shared->connection, c->tls.get());
-  if (connected.ok()) {
-    c->connection = *std::move(connected);
-    c->last_failure = Status();
-    c->failed_until.reset();
-  } else if (!closing) {
+  while (true) {
+    const Loop::Clock::time_point started = Loop::Clock::now();
+    const std::chrono::milliseconds delay = c->backoff.NextDelay();
+    http2::ClientConnectionOptions options = shared->connection;
+    options.connect_timeout = std::max(options.connect_timeout, delay);
+    StatusOr<std::unique_ptr<http2::ClientConnection>> connected =
+        co_await ConnectSecured(loop, c->socket_address, options, c->tls.get());
+    if (connected.ok()) {
+      c->connection = *std::move(connected);
+      c->last_failure = Status();
+      c->backoff.Reset();
+      if (c->unreachable) SetUnreachable(*c, false);
+      break;
+    }
+    if (closing || c->retired) break;
     c->last_failure = Status(StatusCode::kUnavailable,
                              "connecting to " + c->address +
                                  " from this loop: " + std::string(connected.status().message()));
-    c->failed_until = Loop::Clock::now() + shared->retry_delay;
-    // Calls waiting for ready pick again once the delay is over.
-    if (!c->retired) {
-      WakeWaiters();
-      (void)co_await SleepUntil(loop, *c->failed_until);
-    }
+    if (!c->unreachable) SetUnreachable(*c, true);
+    // Queued calls pick again: around this endpoint, or they fail (or wait
+    // for ready) with its failure.
+    WakeWaiters();
+    const Status slept = co_await SleepUntil(loop, started + delay);
+    if (!slept.ok() || closing || c->retired) break;
   }
   c->connecting = false;
   if (c->retired) MaybeFree(c);
   WakeWaiters();
+}
+
+void LoopChannel::Impl::SetUnreachable(LoopConnection& c, bool unreachable) {
+  c.unreachable = unreachable;
+  if (c.retired) return;  // its bit was cleared when it left by_index
+  const size_t word = c.index / 64;
+  const uint64_t bit = uint64_t{1} << (c.index % 64);
+  if (word >= unreachable_words.size()) unreachable_words.resize(word + 1);
+  if (unreachable) {
+    unreachable_words[word] |= bit;
+    ++unreachable_count;
+  } else {
+    unreachable_words[word] &= ~bit;
+    --unreachable_count;
+  }
+}
+
+Status LoopChannel::Impl::ClusterFailure(const CallRoute& route) const {
+  PickScope snapshot_scope(shared->snapshots);
+  const auto* snapshot = static_cast<const CallSnapshot*>(snapshot_scope.picker());
+  if (snapshot == nullptr) return Status();
+  const std::optional<uint32_t> index = snapshot->IndexOfCluster(route.cluster_id);
+  if (!index.has_value() || snapshot->clusters[*index].lb == nullptr) return Status();
+  return snapshot->clusters[*index].lb->PublishedStatus();
 }
 
 void LoopChannel::Impl::ScheduleIdleSweep() {
@@ -305,8 +349,10 @@ void LoopChannel::Impl::SweepIdle() {
   bool any_left = false;
   for (std::unique_ptr<LoopConnection>& c : by_index) {
     if (c == nullptr) continue;
-    if (c->uses == 0 && !c->connecting && c->started == c->started_at_sweep) {
-      Retire(std::move(c));  // idle for a whole period
+    // Idle for a whole period (one this loop cannot reach too: its connect
+    // task stops retrying, and is freed when it does).
+    if (c->uses == 0 && (!c->connecting || c->unreachable) && c->started == c->started_at_sweep) {
+      Retire(std::move(c));
       continue;
     }
     c->started_at_sweep = c->started;

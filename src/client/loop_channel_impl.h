@@ -31,6 +31,7 @@
 #include "runtime/socket_address.h"
 #include "uxds/client_channel.h"
 #include "uxds/loop.h"
+#include "xds/client/exponential_backoff.h"
 
 namespace uxds::client_internal {
 
@@ -38,10 +39,11 @@ struct ChannelShared {
   // Where the channel's loop publishes what calls are routed and picked by.
   PickerSlot snapshots;
   // The other loops' connections: the channel's connection options, with
-  // this connect timeout (gRPC's min_connect_timeout) and this wait after
-  // a failed connect before the next (the initial backoff).
+  // this connect timeout (gRPC's min_connect_timeout), retried after a
+  // failure with the subchannels' backoff (gRPC's connection-backoff).
   http2::ClientConnectionOptions connection;
-  std::chrono::milliseconds retry_delay{1000};
+  xds_internal::ExponentialBackoff::Options backoff{std::chrono::milliseconds(1000), 1.6, 0.2,
+                                                    std::chrono::milliseconds(120000)};
   std::chrono::milliseconds idle_timeout{std::chrono::minutes(30)};
 
   // Channel's loop: wakes every share's queued calls (one posted closure
@@ -57,8 +59,12 @@ struct ChannelShared {
 
 // One loop's connection to one endpoint.
 struct LoopConnection {
+  explicit LoopConnection(const xds_internal::ExponentialBackoff::Options& backoff_options)
+      : backoff(backoff_options) {}
+
   LoopChannel::Impl* owner = nullptr;
-  uint64_t uid = 0;  // the subchannel's: which endpoint this is
+  uint32_t index = 0;  // Endpoint::index when it was made
+  uint64_t uid = 0;    // the subchannel's: which endpoint this is
   std::string address;
   SocketAddress socket_address;
   // A29: secured as the subchannel's connections are (null: plaintext).
@@ -66,7 +72,12 @@ struct LoopConnection {
   std::unique_ptr<http2::ClientConnection> connection;
   bool connecting = false;  // a connect (or its retry delay) is running
   bool retired = false;     // closed and freed once unused
-  size_t uses = 0;          // calls on `connection`
+  // The last connect from this loop failed, and none has succeeded since:
+  // this loop's picks go around the endpoint (LoopChannel::Impl::
+  // unreachable) while its connect task retries with `backoff`.
+  bool unreachable = false;
+  xds_internal::ExponentialBackoff backoff;
+  size_t uses = 0;  // calls on `connection`
   // Calls started on it, and that count at the last idle sweep: unchanged
   // with no call open means idle for a whole sweep period. A new
   // connection matches no count yet, so the first sweep it meets keeps it
@@ -75,7 +86,6 @@ struct LoopConnection {
   uint64_t started = 0;
   uint64_t started_at_sweep = UINT64_MAX;
   Status last_failure;
-  std::optional<Loop::Clock::time_point> failed_until;  // after a failed connect
 };
 
 }  // namespace uxds::client_internal
@@ -100,7 +110,7 @@ struct LoopChannel::Impl final : client_internal::CallPicker,
               client_internal::PickedEndpoint& picked, client_internal::PickMiss& miss);
   Task<bool> WaitForChange(std::optional<Loop::Clock::time_point> deadline) override;
   std::string WaitingForConfig() const override;
-  Status ClusterFailure(const client_internal::CallRoute&) const override { return Status(); }
+  Status ClusterFailure(const client_internal::CallRoute& route) const override;
 
   // This loop's connection to the endpoint at `index`, made for `subchannel`
   // (the one there now) if the one held is another's.
@@ -109,7 +119,11 @@ struct LoopChannel::Impl final : client_internal::CallPicker,
   void Retire(std::unique_ptr<client_internal::LoopConnection> connection);
   // Frees a retired connection once nothing uses or connects it.
   void MaybeFree(client_internal::LoopConnection* connection);
+  // Connects, and after a failure retries with backoff until connected,
+  // retired or shut down; the endpoint is in `unreachable` meanwhile.
   Task<void> Connect(client_internal::LoopConnection* connection);
+  // `connection` (in by_index, or retired) could or could not be reached.
+  void SetUnreachable(client_internal::LoopConnection& connection, bool unreachable);
   static Task<void> CloseAndFree(std::unique_ptr<client_internal::LoopConnection> connection);
   void EndpointLeft(uint32_t index, uint64_t uid);
   // Every idle_timeout while this loop has connections: retires those no
@@ -128,6 +142,10 @@ struct LoopChannel::Impl final : client_internal::CallPicker,
   // By Endpoint::index.
   std::vector<std::unique_ptr<client_internal::LoopConnection>> by_index;
   std::vector<std::unique_ptr<client_internal::LoopConnection>> retired;
+  // By Endpoint::index: the endpoints of by_index this loop failed to
+  // connect to (PickArgs::unreachable), and how many there are.
+  std::vector<uint64_t> unreachable_words;
+  size_t unreachable_count = 0;
   std::vector<Event*> waiters;
   Timer idle_sweep;
   // Calls inside UnaryCall(): the teardown waits until the last has left.

@@ -155,6 +155,11 @@ void XdsDependencyManager::OnResource(const std::string& name,
   state->update = std::move(resource);
   state->ambient = Status();
   Update();
+  ReportProgress();
+}
+
+void XdsDependencyManager::ReportProgress() {
+  if (!shutdown_.started() && progress_) progress_();
 }
 
 template <typename T>
@@ -228,6 +233,7 @@ Task<void> XdsDependencyManager::ResolveDns(std::string cluster, std::string hos
     it->second.update = std::make_shared<const EndpointResource>(EndpointsOfAddresses(*addresses));
   }
   Update();
+  ReportProgress();
 }
 
 std::string XdsDependencyManager::ResolutionNote(const Status& cluster_ambient,

@@ -74,6 +74,10 @@ class XdsDependencyManager {
   // that), and the first to return may destroy the manager.
   Task<void> Shutdown();
 
+  // Called after every resource or DNS answer (on the loop), whether or
+  // not it made a whole config: what WaitingFor() says may have changed.
+  void SetProgressObserver(std::function<void()> observer) { progress_ = std::move(observer); }
+
   // What has not arrived yet, for messages ("LDS resource \"svc\""; the
   // first few, comma-separated); empty when nothing is outstanding.
   std::string WaitingFor() const;
@@ -147,6 +151,8 @@ class XdsDependencyManager {
   // Recomputes the config from what has arrived, updates the watches, and
   // reports a config if it is complete (or an error if LDS/RDS say so).
   void Update();
+  // Tells the progress observer (not once shutting down).
+  void ReportProgress();
   // Adds `name` and what it depends on to `config` (once per config
   // computation, see Expansion); `depth` counts the aggregate clusters
   // above it.
@@ -163,6 +169,7 @@ class XdsDependencyManager {
   const std::string listener_name_;
   const std::string authority_;
   Watcher watcher_;
+  std::function<void()> progress_;
   HostResolver resolver_;
   const std::chrono::milliseconds min_time_between_resolutions_;
   // The LOGICAL_DNS lookups (ResolveDns), which use the manager.

@@ -5,14 +5,16 @@
 namespace uxds {
 
 ClusterImplPicker::ClusterImplPicker(const ClusterImplConfig& config,
-                                     std::shared_ptr<const Picker> child, ClusterLoadCounters load)
+                                     std::shared_ptr<const Picker> child, ClusterLoadCounters load,
+                                     Status report)
     : counter_(config.counter),
       max_requests_(config.max_requests),
       child_(std::move(child)),
       // gRPC's texts for both kinds of drop.
       circuit_breaker_drop_(UnavailableError("circuit breaker drop")),
       drop_stats_(std::move(load.drops)),
-      localities_(std::move(load.localities)) {
+      localities_(std::move(load.localities)),
+      report_(std::move(report)) {
   drops_.reserve(config.drops.size());
   for (const auto& d : config.drops) {
     drops_.push_back(

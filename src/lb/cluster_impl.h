@@ -72,9 +72,13 @@ struct ClusterImplConfig {
 class ClusterImplPicker final : public Picker {
  public:
   // `load.drops` is where drops count; `config.load` is not looked at here.
+  // `report`: the status the cluster's tree reported with `child`.
   ClusterImplPicker(const ClusterImplConfig& config, std::shared_ptr<const Picker> child,
-                    ClusterLoadCounters load = {});
+                    ClusterLoadCounters load = {}, Status report = Status());
   PickResult Pick(const PickArgs& args) const override;
+  // The tree's last failure as of this picker (a connection error while it
+  // retries), for the deadline message of a call that waited on any loop.
+  const Status& report() const { return report_; }
 
  private:
   // A27's drops and A32's max_requests: the status of a dropped call (its
@@ -104,6 +108,7 @@ class ClusterImplPicker final : public Picker {
   uint32_t locality_count_ = 0;
   LocalityLoadStats* const* locality_by_index_ = nullptr;
   std::shared_ptr<const LocalityTable> localities_;
+  Status report_;
 };
 
 }  // namespace uxds

@@ -188,6 +188,12 @@ void ClusterLoadBalancer::BuildTree(const LbPolicyOptions& options) {
       std::move(pick_first));
 }
 
+Status ClusterLoadBalancer::PublishedStatus() const {
+  PickScope scope(slot_);
+  const auto* picker = static_cast<const ClusterImplPicker*>(scope.picker());
+  return picker != nullptr ? picker->report() : Status();
+}
+
 void ClusterLoadBalancer::OnReport(ConnectivityState state, const Status& status,
                                    std::shared_ptr<const Picker> picker) {
   state_ = state;
@@ -198,7 +204,7 @@ void ClusterLoadBalancer::OnReport(ConnectivityState state, const Status& status
   // (the one it reports), so wrapping that child's picker here puts one
   // cluster_impl on the pick path, as a plain cluster has.
   const ClusterImplConfig& config = ConfigOf(priority_->current_priority());
-  slot_.Publish(new ClusterImplPicker(config, std::move(picker), LoadCounters(config)));
+  slot_.Publish(new ClusterImplPicker(config, std::move(picker), LoadCounters(config), status));
   ++pickers_published_;
   ScheduleReclaim();
   if (observer_) observer_(state, status);

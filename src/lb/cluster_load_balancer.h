@@ -62,6 +62,9 @@ class ClusterLoadBalancer {
   PickerSlot& picker_slot() { return slot_; }
   ConnectivityState state() const { return state_; }
   const Status& status() const { return status_; }
+  // Any thread: status() as of the last picker published (every picker of
+  // the slot is a ClusterImplPicker, which carries it).
+  Status PublishedStatus() const;
   // Called on every report (control thread).
   void SetStateObserver(StateObserver observer) { observer_ = std::move(observer); }
   // In-flight calls counted against the cluster's own max_requests.

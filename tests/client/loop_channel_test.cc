@@ -20,6 +20,7 @@
 #include "channel_fixture.h"
 #include "channel_test_resources.h"
 #include "grpc/testing/messages.pb.h"
+#include "support/loopback_sockets.h"
 #include "test_service/test_service.h"
 #include "uxds/client_channel.h"
 
@@ -125,17 +126,20 @@ class LoopChannelTest : public ChannelFixture {
     ASSERT_TRUE(cp_->SetResources(kEdsType, {{"s-main", EndpointsAt("s-main", endpoints)}}, "1"));
   }
 
-  // Until the channel's round_robin answers from endpoints 0 and 1 (both
-  // READY, so every loop's picks reach both).
-  void WaitUntilBothReady() {
+  // Until calls on the channel's own loop (round robin, or ring_hash with
+  // random hashes) have reached both `a` and `b` (endpoints 0 and 1 by
+  // default): both READY there, so every loop's picks reach both.
+  void WaitUntilBothReady(std::string a = {}, std::string b = {}) {
+    if (a.empty()) a = addresses_[0];
+    if (b.empty()) b = addresses_[1];
     CallOptions options;
     options.wait_for_ready = true;
     for (int round = 0; round < 100; ++round) {
-      std::map<std::string, int> seen = CountCalls(test_service::kEmptyCall, 4, options);
-      if (seen[addresses_[0]] > 0 && seen[addresses_[1]] > 0) return;
+      std::map<std::string, int> seen = CountCalls(test_service::kEmptyCall, 8, options);
+      if (seen[a] > 0 && seen[b] > 0) return;
       std::this_thread::sleep_for(milliseconds(10));
     }
-    FAIL() << "endpoints 0 and 1 never both READY";
+    FAIL() << a << " and " << b << " never both READY";
   }
 
   // Open connections of loop i's handle, read on its loop.
@@ -430,6 +434,128 @@ TEST_F(LoopChannelTest, ACallStartedDuringShutdownNeverOutlivesTheHandle) {
   EXPECT_TRUE(results.destroyed);
   EXPECT_EQ(results.queued.code(), StatusCode::kUnavailable) << results.queued.ToString();
   EXPECT_EQ(results.during.code(), StatusCode::kUnavailable) << results.during.ToString();
+}
+
+// gRPC's connection backoff with every delay at its shortest (jitter 0.2):
+// the most connect attempts one loop can make in `elapsed`.
+int MostAttemptsIn(std::chrono::steady_clock::duration elapsed, milliseconds initial) {
+  double delay_ms = static_cast<double>(initial.count());
+  double at_ms = 0;
+  int attempts = 1;
+  const double elapsed_ms = std::chrono::duration<double, std::milli>(elapsed).count();
+  while ((at_ms += 0.8 * delay_ms) <= elapsed_ms) {
+    ++attempts;
+    delay_ms *= 1.6;
+  }
+  return attempts;
+}
+
+// An endpoint the channel's loop reaches (READY there) and the other loops
+// cannot (their connections are closed as they are made): their calls go
+// to the other endpoint, none fails, and each loop keeps retrying the one
+// it cannot reach with exponential backoff, though no call asks it to.
+TEST_F(LoopChannelTest, ALoopGoesAroundAnEndpointOnlyItCannotReach) {
+  constexpr milliseconds kInitialBackoff{50};
+  customize_options_ = [&](ChannelOptions& options) { options.initial_backoff = kInitialBackoff; };
+  FirstConnectionProxy only_first(servers_[1]->port());
+  ServeOneCluster({addresses_[0], only_first.target()});
+  CreateChannel("xds:///svc");
+  WaitUntilBothReady(addresses_[0], only_first.target());
+  ASSERT_EQ(only_first.turned_away(), 0);
+  OpenHandles();
+  const auto first_attempts = std::chrono::steady_clock::now();
+  CallOptions options;
+  options.timeout = std::chrono::seconds(10);  // not wait_for_ready: a failed pick fails
+  Outcomes out;
+  auto ended = CallOnEveryLoop(test_service::kEmptyCall, 50, options, out, {});
+  WaitAll(ended);
+  EXPECT_TRUE(out.unexpected.empty()) << out.unexpected.front();
+  EXPECT_EQ(out.by_peer_or_code[addresses_[0]], kLoops * 50);
+  EXPECT_GE(only_first.turned_away(), kLoops);  // every loop tried it
+  // Retries go on without calls, further and further apart.
+  std::this_thread::sleep_for(milliseconds(1500));
+  const int turned_away = only_first.turned_away();
+  const auto elapsed = std::chrono::steady_clock::now() - first_attempts;
+  EXPECT_GE(turned_away, kLoops * 3);
+  EXPECT_LE(turned_away, kLoops * MostAttemptsIn(elapsed, kInitialBackoff))
+      << "over " << std::chrono::duration_cast<milliseconds>(elapsed).count() << " ms";
+}
+
+// The same for ring_hash (A42): a pick whose hash lands on the endpoint its
+// loop cannot reach walks the ring to the next READY endpoint.
+TEST_F(LoopChannelTest, ARingHashPickGoesAroundAnEndpointItsLoopCannotReach) {
+  FirstConnectionProxy only_first(servers_[1]->port());
+  // Calls carry no x-user header: each has a random hash (A42).
+  ASSERT_TRUE(cp_->SetResources(
+      kLdsType, {{"svc", ApiListenerWithRoutes("svc", "svc", {{"", "main", "x-user"}})}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(kCdsType, {{"main", RingHashCluster("main", "s-main")}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(
+      kEdsType, {{"s-main", EndpointsAt("s-main", {addresses_[0], only_first.target()})}}, "1"));
+  CreateChannel("xds:///svc");
+  WaitUntilBothReady(addresses_[0], only_first.target());
+  OpenHandles();
+  CallOptions options;
+  options.timeout = std::chrono::seconds(10);
+  Outcomes out;
+  auto ended = CallOnEveryLoop(test_service::kEmptyCall, 50, options, out, {});
+  WaitAll(ended);
+  EXPECT_TRUE(out.unexpected.empty()) << out.unexpected.front();
+  EXPECT_EQ(out.by_peer_or_code[addresses_[0]], kLoops * 50);
+  EXPECT_GE(only_first.turned_away(), 1);
+}
+
+// A call from another loop that waited for a config names what the channel
+// waits for at its deadline: here the RouteConfiguration the Listener that
+// came names.
+TEST_F(LoopChannelTest, ALoopsCallWaitingForConfigNamesWhatIsStillMissing) {
+  ASSERT_TRUE(cp_->SetResources(kLdsType, {{"svc", ApiListener("svc", "routes-never-sent")}}, "1"));
+  CreateChannel("xds:///svc");
+  OpenHandles();
+  // Until the channel has the Listener (its own calls say what they wait for).
+  for (int round = 0; round < 200; ++round) {
+    auto reply = Call(test_service::kEmptyCall,
+                      {.metadata = {}, .timeout = milliseconds(20), .wait_for_ready = false});
+    if (reply.status().message().find("RDS resource") != std::string::npos) break;
+  }
+  StatusOr<UnaryResponse> reply = UnavailableError("not run");
+  std::promise<void> done;
+  callers_[0]->RunSync([&] {
+    callers_[0]->loop().Spawn(
+        [](LoopChannel* h, StatusOr<UnaryResponse>* out, std::promise<void>* d) -> Task<void> {
+          *out = co_await h->UnaryCall(std::string(test_service::kEmptyCall), "",
+                                       {.metadata = {}, .timeout = milliseconds(200)});
+          d->set_value();
+        }(handles_[0].get(), &reply, &done));
+  });
+  done.get_future().get();
+  ASSERT_EQ(reply.status().code(), StatusCode::kDeadlineExceeded) << reply.status().ToString();
+  EXPECT_NE(reply.status().message().find("RDS resource routes-never-sent"), std::string::npos)
+      << reply.status().ToString();
+}
+
+// A wait-for-ready call from another loop to a cluster whose endpoint
+// refuses connections ends at its deadline with the cluster's last error.
+TEST_F(LoopChannelTest, ALoopsWaitForReadyDeadlineCarriesTheClustersLastError) {
+  const std::string refused = RefusedAddress().ToString();
+  ServeOneCluster({refused});
+  CreateChannel("xds:///svc");
+  OpenHandles();
+  StatusOr<UnaryResponse> reply = UnavailableError("not run");
+  std::promise<void> done;
+  callers_[0]->RunSync([&] {
+    callers_[0]->loop().Spawn(
+        [](LoopChannel* h, StatusOr<UnaryResponse>* out, std::promise<void>* d) -> Task<void> {
+          *out = co_await h->UnaryCall(
+              std::string(test_service::kEmptyCall), "",
+              {.metadata = {}, .timeout = milliseconds(1500), .wait_for_ready = true});
+          d->set_value();
+        }(handles_[0].get(), &reply, &done));
+  });
+  done.get_future().get();
+  ASSERT_EQ(reply.status().code(), StatusCode::kDeadlineExceeded) << reply.status().ToString();
+  EXPECT_NE(reply.status().message().find("last error"), std::string::npos)
+      << reply.status().ToString();
+  EXPECT_NE(reply.status().message().find(refused), std::string::npos) << reply.status().ToString();
 }
 
 // Calls queued on every loop (no config yet) end at once when the channel
