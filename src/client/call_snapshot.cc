@@ -21,6 +21,7 @@ const SnapshotCluster* RouteCall(const CallSnapshot& snapshot, CallRequest& requ
     return nullptr;
   }
   const std::shared_ptr<const CompiledRoutes>& routes = snapshot.routes;
+  std::optional<Loop::Clock::time_point> stream_deadline;  // A31: a routed call's
   if (route.has_value() && (routes == nullptr || route->generation != routes->generation())) {
     // New routes: the call keeps its cluster while they still name it, else
     // it is routed by them (gRPC keeps the old cluster alive for it
@@ -34,6 +35,7 @@ const SnapshotCluster* RouteCall(const CallSnapshot& snapshot, CallRequest& requ
       route->cluster = *index;
       route->pinned.reset();
     } else {
+      stream_deadline = route->stream_deadline;
       route.reset();
     }
   }
@@ -58,7 +60,15 @@ const SnapshotCluster* RouteCall(const CallSnapshot& snapshot, CallRequest& requ
         return nullptr;
     }
     route.emplace(CallRoute{routes->generation(), choice.cluster,
-                            snapshot.clusters[choice.cluster].id, choice.hash, nullptr});
+                            snapshot.clusters[choice.cluster].id, choice.hash, nullptr,
+                            stream_deadline});
+    // A31: the route caps the call's duration from now (its config
+    // selection); the application's deadline still holds if earlier.
+    if (!stream_deadline.has_value() && choice.max_stream_duration.count() > 0) [[unlikely]] {
+      route->stream_deadline =
+          Loop::Clock::now() +
+          std::chrono::duration_cast<Loop::Clock::duration>(choice.max_stream_duration);
+    }
   }
   const SnapshotCluster& cluster = snapshot.clusters[route->cluster];
   if (cluster.lb != nullptr) return &cluster;
@@ -133,18 +143,20 @@ Task<StatusOr<PickedEndpoint>> CallPicker::PickAfterMiss(
     if (!last_failure.ok()) what += "; last error: " + std::string(last_failure.message());
     return DeadlineExceededError(std::move(what));
   };
+  // A31: once routed, the route's max_stream_duration may end it sooner.
+  auto call_deadline = [&] { return route.has_value() ? route->Deadline(deadline) : deadline; };
   while (true) {
     if (miss.next == Next::kFail) co_return miss.status;
     if (miss.next == Next::kWaitOrFail) {
       // gRPC: without wait_for_ready a call with nothing to go to fails.
       if (!wait_for_ready) co_return miss.status;
       last_failure = miss.status;
-      const bool in_time = co_await WaitForChange(deadline);
+      const bool in_time = co_await WaitForChange(call_deadline());
       if (!in_time)
         co_return deadline_error("deadline exceeded waiting for " + std::string(method));
     } else {
       if (!miss.status.ok()) last_failure = miss.status;
-      const bool in_time = co_await WaitForChange(deadline);
+      const bool in_time = co_await WaitForChange(call_deadline());
       if (!in_time) {
         switch (miss.waiting) {
           case Waiting::kConfig:
@@ -232,13 +244,14 @@ Task<StatusOr<UnaryResponse>> RunUnaryCall(CallPicker& picker, Loop& loop, std::
     }
     // The request stays here: a refused attempt is replayed from it.
     http2::ClientCall::Delivery delivery = http2::ClientCall::Delivery::kMaybeProcessed;
+    const std::optional<Loop::Clock::time_point> call_deadline = route->Deadline(deadline);
     StatusOr<std::string> response = co_await http2::UnaryCall(
-        *picked.connection, method, request, options.metadata, deadline, &delivery);
+        *picked.connection, method, request, options.metadata, call_deadline, &delivery);
     if (response.ok()) {
       CallFinished(picked.call_end, true);
       co_return UnaryResponse{*std::move(response), picked.peer()};
     }
-    if (RetryTransparently(delivery, refused_retries, deadline)) {
+    if (RetryTransparently(delivery, refused_retries, call_deadline)) {
       // The attempt reached no backend's application: no call to count.
       CallNotStarted(picked.call_end);
       continue;
@@ -273,12 +286,13 @@ Task<StatusOr<std::unique_ptr<ClientStream>>> RunStartStream(CallPicker& picker,
       }
       picked = *std::move(waited);
     }
+    const std::optional<Loop::Clock::time_point> call_deadline = route->Deadline(deadline);
     std::unique_ptr<http2::ClientCall> call =
-        picked.connection->StartCall(method, options.metadata, deadline);
+        picked.connection->StartCall(method, options.metadata, call_deadline);
     // A6: a stream that could not start on the picked connection is picked
     // again. Once returned, the stream's messages are the application's to
     // send, and a refused stream fails UNAVAILABLE (not replayed).
-    if (call->finished() && RetryTransparently(call->delivery(), refused_retries, deadline)) {
+    if (call->finished() && RetryTransparently(call->delivery(), refused_retries, call_deadline)) {
       CallNotStarted(picked.call_end);
       continue;
     }

@@ -77,6 +77,16 @@ struct CallRoute {
   uint64_t hash = 0;
   // Set by PinRoute() after a miss, until the call is routed by newer routes.
   std::shared_ptr<const CompiledRoutes> pinned;
+  // A31: when the route's max_stream_duration, counted from the call's
+  // first routing, ends (kept when the call is routed again).
+  std::optional<Loop::Clock::time_point> stream_deadline;
+  // The call's deadline: the application's, or the route's when earlier.
+  std::optional<Loop::Clock::time_point> Deadline(
+      std::optional<Loop::Clock::time_point> application) const {
+    if (!stream_deadline.has_value()) return application;
+    if (!application.has_value()) return stream_deadline;
+    return std::min(*application, *stream_deadline);
+  }
   // The cluster's name: after a miss only (the routes are pinned).
   const std::string& cluster_name() const { return pinned->clusters()[cluster]; }
 };

@@ -63,6 +63,19 @@ LbPolicyOptions Channel::Impl::LbOptions() const {
   return lb;
 }
 
+namespace {
+
+// A31: the HttpConnectionManager's max_stream_duration, the default of
+// routes that set none.
+std::optional<std::chrono::nanoseconds> HcmMaxStreamDuration(const XdsConfig& config) {
+  if (config.listener == nullptr) return std::nullopt;
+  const auto* api = std::get_if<ListenerResource::ApiListener>(&config.listener->listener);
+  if (api == nullptr) return std::nullopt;
+  return api->http_connection_manager.http_max_stream_duration;
+}
+
+}  // namespace
+
 Channel::Impl::ClusterState& Channel::Impl::StateOf(const std::string& name) {
   ClusterState& state = clusters[name];
   if (state.id == 0) state.id = ++last_cluster_id;
@@ -100,7 +113,7 @@ void Channel::Impl::OnConfig(StatusOr<std::shared_ptr<const XdsConfig>> update) 
   std::erase_if(clusters, [&](const auto& entry) { return !used.contains(entry.first); });
   // Calls route by the new routes from now on (an unchanged route table is
   // compiled again too: compiling is cheap beside a config).
-  routes = CompiledRoutes::Compile(*config->virtual_host);
+  routes = CompiledRoutes::Compile(*config->virtual_host, HcmMaxStreamDuration(*config));
   LinkRoutes();
   WakeWaiters();
 }

@@ -142,7 +142,8 @@ bool CompiledRoutes::OthersMatch(const Route& route, CallRequest& request,
 }
 
 std::shared_ptr<const CompiledRoutes> CompiledRoutes::Compile(
-    const RouteConfigResource::VirtualHost& virtual_host) {
+    const RouteConfigResource::VirtualHost& virtual_host,
+    std::optional<std::chrono::nanoseconds> default_max_stream_duration) {
   using RouteAction = RouteConfigResource::Route::RouteAction;
   auto compiled = std::make_shared<CompiledRoutes>();
   compiled->routes_.reserve(virtual_host.routes.size());
@@ -171,6 +172,13 @@ std::shared_ptr<const CompiledRoutes> CompiledRoutes::Compile(
     const auto* action = std::get_if<RouteAction>(&source.action);
     if (action == nullptr) continue;
     route.forwards = true;
+    // A31: the route's max_stream_duration (its grpc_timeout_header_max
+    // when set), else the HttpConnectionManager's; 0 means none.
+    route.max_stream_duration = action->max_stream_duration.value_or(
+        default_max_stream_duration.value_or(std::chrono::nanoseconds(0)));
+    if (route.max_stream_duration < std::chrono::nanoseconds(0)) {
+      route.max_stream_duration = std::chrono::nanoseconds(0);
+    }
     if (const auto* one = std::get_if<RouteAction::ClusterName>(&action->cluster)) {
       route.clusters.push_back(compiled->ClusterIndex(one->name));
     } else {
@@ -329,7 +337,7 @@ std::optional<uint64_t> CompiledRoutes::Hash(const Route& route, CallRequest& re
 CompiledRoutes::Outcome CompiledRoutes::Choose(CallRequest& request, uint64_t channel_id,
                                                Choice& choice) const {
   if (direct_) {
-    choice = Choice{0, ThreadRandom()};
+    choice = Choice{0, ThreadRandom(), {}};
     return Outcome::kRouted;
   }
   request.ForgetValues();
@@ -368,6 +376,7 @@ CompiledRoutes::Outcome CompiledRoutes::Choose(CallRequest& request, uint64_t ch
   }
   std::optional<uint64_t> hash = Hash(*matched, request, channel_id);
   choice.hash = hash.has_value() ? *hash : ThreadRandom();
+  choice.max_stream_duration = matched->max_stream_duration;
   return Outcome::kRouted;
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <forward_list>
 #include <memory>
@@ -28,9 +29,11 @@ namespace uxds::client_internal {
 
 class CompiledRoutes {
  public:
-  // The routes of an xDS virtual host.
+  // The routes of an xDS virtual host. `default_max_stream_duration`: the
+  // HttpConnectionManager's (A31), for routes that set none.
   static std::shared_ptr<const CompiledRoutes> Compile(
-      const RouteConfigResource::VirtualHost& virtual_host);
+      const RouteConfigResource::VirtualHost& virtual_host,
+      std::optional<std::chrono::nanoseconds> default_max_stream_duration = std::nullopt);
   // A host:port channel: every call goes to its one cluster, `cluster`.
   static std::shared_ptr<const CompiledRoutes> Direct(std::string cluster);
 
@@ -38,6 +41,8 @@ class CompiledRoutes {
   struct Choice {
     uint32_t cluster = 0;
     uint64_t hash = 0;
+    // A31: the route's limit on the call's duration (0: none).
+    std::chrono::nanoseconds max_stream_duration{0};
   };
   enum class Outcome : uint8_t {
     kRouted,
@@ -108,6 +113,7 @@ class CompiledRoutes {
     std::vector<uint32_t> clusters;
     std::vector<uint64_t> weight_sums;
     std::vector<HashPolicy> hash_policies;
+    std::chrono::nanoseconds max_stream_duration{0};  // A31 (0: none)
   };
 
   // A run of routes told apart by one header's exact value (a service's

@@ -308,6 +308,73 @@ TEST_F(ChannelStreamingTest, ServerStatusAndDeadlineEndTheStream) {
   EXPECT_EQ(statuses.second.code(), StatusCode::kDeadlineExceeded) << statuses.second.ToString();
 }
 
+// A31: a route's max_stream_duration caps a call's deadline (here the
+// application's is 10 s); grpc_timeout_header_max replaces it, and 0 there
+// means the application's deadline alone, even under an
+// HttpConnectionManager default; a route that sets neither takes the
+// HttpConnectionManager's. Each stream writes nothing, so the server
+// waits for the client until the deadline ends the call.
+TEST_F(ChannelStreamingTest, ARoutesMaxStreamDurationCapsTheDeadline) {
+  envoy::config::route::v3::RouteConfiguration config;
+  config.set_name("svc-routes");
+  auto* vhost = config.add_virtual_hosts();
+  vhost->add_domains("*");
+  auto add_route = [&](const std::string& prefix) {
+    auto* route = vhost->add_routes();
+    route->mutable_match()->set_prefix(prefix);
+    route->mutable_route()->set_cluster("main");
+    return route->mutable_route();
+  };
+  // The header max at 0: the application's deadline, uncapped.
+  add_route(test_service::kFullDuplexCall)
+      ->mutable_max_stream_duration()
+      ->mutable_grpc_timeout_header_max();
+  // max_stream_duration 200 ms, and a header max of 150 ms that wins.
+  auto* both = add_route(test_service::kStreamingInputCall)->mutable_max_stream_duration();
+  both->mutable_max_stream_duration()->set_nanos(200'000'000);
+  both->mutable_grpc_timeout_header_max()->set_nanos(150'000'000);
+  add_route("");  // HalfDuplexCall: the HttpConnectionManager's 200 ms
+  ASSERT_TRUE(cp_->SetResources(
+      kLdsType, {{"svc", ApiListenerWithRouteConfig("svc", config, milliseconds(200))}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(kCdsType, {{"main", ValidCluster("main", "s-main")}}, "1"));
+  ASSERT_TRUE(
+      cp_->SetResources(kEdsType, {{"s-main", EndpointsAt("s-main", {addresses_[0]})}}, "1"));
+  CreateChannel("xds:///svc");
+  struct Ends {
+    Status uncapped, capped_by_route, capped_by_default;
+  };
+  const Ends ends = RunOnControl<Ends>([&]() -> Task<Ends> {
+    Ends ends;
+    // First the uncapped stream, with the same application deadline as the
+    // others: had the caps no effect, it would end (DEADLINE_EXCEEDED)
+    // before they do.
+    StatusOr<std::unique_ptr<ClientStream>> open =
+        co_await channel_->StartStream(test_service::kFullDuplexCall, WaitingOptions());
+    auto idle_until_end = [&](const char* method) -> Task<Status> {
+      StatusOr<std::unique_ptr<ClientStream>> stream =
+          co_await channel_->StartStream(method, WaitingOptions());
+      if (!stream.ok()) co_return stream.status();
+      co_return co_await (*stream)->Finish();
+    };
+    ends.capped_by_route = co_await idle_until_end(test_service::kStreamingInputCall);
+    ends.capped_by_default = co_await idle_until_end(test_service::kHalfDuplexCall);
+    if (!open.ok()) {
+      ends.uncapped = open.status();
+      co_return ends;
+    }
+    // Past every cap, the uncapped stream is still open: cancelled here.
+    (void)co_await SleepFor(control_->loop(), milliseconds(300));
+    (*open)->Cancel();
+    ends.uncapped = co_await (*open)->Finish();
+    co_return ends;
+  });
+  EXPECT_EQ(ends.capped_by_route.code(), StatusCode::kDeadlineExceeded)
+      << ends.capped_by_route.ToString();
+  EXPECT_EQ(ends.capped_by_default.code(), StatusCode::kDeadlineExceeded)
+      << ends.capped_by_default.ToString();
+  EXPECT_EQ(ends.uncapped.code(), StatusCode::kCancelled) << ends.uncapped.ToString();
+}
+
 // A stream keeps its endpoint when a config update drops its cluster: it
 // runs to its end, and calls started after the update go to the new cluster.
 TEST_F(ChannelStreamingTest, AStreamOutlivesTheClusterItWasPickedFrom) {

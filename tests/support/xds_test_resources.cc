@@ -138,9 +138,15 @@ ResponseResource ApiListenerWithRoutes(const std::string& name, const std::strin
 }
 
 ResponseResource ApiListenerWithRouteConfig(
-    const std::string& name, const envoy::config::route::v3::RouteConfiguration& config) {
+    const std::string& name, const envoy::config::route::v3::RouteConfiguration& config,
+    std::optional<std::chrono::milliseconds> max_stream_duration) {
   HttpConnectionManager hcm;
   *hcm.mutable_route_config() = config;
+  if (max_stream_duration.has_value()) {
+    auto* duration = hcm.mutable_common_http_protocol_options()->mutable_max_stream_duration();
+    duration->set_seconds(max_stream_duration->count() / 1000);
+    duration->set_nanos(static_cast<int32_t>(max_stream_duration->count() % 1000 * 1000000));
+  }
   return ListenerWith(name, hcm);
 }
 

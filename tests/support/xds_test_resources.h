@@ -2,6 +2,8 @@
 // control plane: a valid EDS cluster, one that is NACKed, endpoints.
 #pragma once
 
+#include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,9 +52,11 @@ ResponseResource ApiListener(const std::string& name, const std::string& route_c
 ResponseResource ApiListenerWithRoutes(const std::string& name, const std::string& domain,
                                        const std::vector<TestRoute>& routes);
 // The same with any inlined RouteConfiguration (header matchers, weighted
-// clusters, ...).
+// clusters, ...), and the HttpConnectionManager's
+// common_http_protocol_options.max_stream_duration when given (A31).
 ResponseResource ApiListenerWithRouteConfig(
-    const std::string& name, const envoy::config::route::v3::RouteConfiguration& config);
+    const std::string& name, const envoy::config::route::v3::RouteConfiguration& config,
+    std::optional<std::chrono::milliseconds> max_stream_duration = std::nullopt);
 // A RouteConfiguration with one virtual host for `domain`.
 ResponseResource RouteConfig(const std::string& name, const std::string& domain,
                              const std::vector<TestRoute>& routes);
