@@ -155,13 +155,23 @@ void ClusterLoadBalancer::BuildTree(const LbPolicyOptions& options) {
   have_tree_ = true;
   SubchannelPool& pool = *pool_;
   const LbPolicyOptions& tree = tree_options_;
-  const bool ring_hash =
-      lb_config_.endpoint_picking == ClusterResource::LbPolicy::EndpointPicking::kRingHash;
+  using EndpointPicking = ClusterResource::LbPolicy::EndpointPicking;
+  const EndpointPicking picking = lb_config_.endpoint_picking;
+  const bool shuffle = lb_config_.shuffle_address_list;
   // The policy that picks an endpoint among a list (of one locality, or of
   // a whole priority).
-  auto endpoint_policy = [&pool, &tree,
-                          ring_hash](LbPolicy::Reporter r) -> std::unique_ptr<LbPolicy> {
-    if (ring_hash) return std::make_unique<RingHashPolicy>(pool, tree, std::move(r));
+  auto endpoint_policy = [&pool, &tree, picking,
+                          shuffle](LbPolicy::Reporter r) -> std::unique_ptr<LbPolicy> {
+    switch (picking) {
+      case EndpointPicking::kRingHash:
+        return std::make_unique<RingHashPolicy>(pool, tree, std::move(r));
+      case EndpointPicking::kPickFirst:
+        // A62 over EDS: re-resolution asks nothing of an EDS cluster.
+        return std::make_unique<PickFirstPolicy>(pool, tree.request_reresolution, std::move(r),
+                                                 shuffle);
+      case EndpointPicking::kRoundRobin:
+        break;
+    }
     return std::make_unique<RoundRobinPolicy>(pool, std::move(r));
   };
   PriorityPolicy::ChildFactory child_factory;

@@ -5,10 +5,11 @@
 namespace uxds {
 
 PickFirstPolicy::PickFirstPolicy(SubchannelPool& pool, std::function<void()> request_reresolution,
-                                 Reporter reporter)
+                                 Reporter reporter, bool shuffle_address_list)
     : pool_(pool),
       request_reresolution_(std::move(request_reresolution)),
-      reporter_(std::move(reporter)) {}
+      reporter_(std::move(reporter)),
+      shuffle_address_list_(shuffle_address_list) {}
 
 PickFirstPolicy::~PickFirstPolicy() { DetachAll(); }
 
@@ -25,16 +26,24 @@ void PickFirstPolicy::Update(const LocalityList& localities) {
       if (seen.insert(e.address.ToString()).second) addresses.push_back(&e);
     }
   }
-  // The same list again (a re-resolution with the same answer): nothing
-  // changes.
-  bool same = addresses.size() == entries_.size();
-  for (size_t i = 0; same && i < addresses.size(); ++i) {
-    same = entries_[i].subchannel->key() ==
-           SubchannelPool::KeyOf(addresses[i]->address.ToString(), addresses[i]->tls.get());
+  // The same list again (a re-resolution with the same answer, an EDS
+  // resource sent again): nothing changes, not even a shuffled order.
+  std::vector<std::string> keys;
+  keys.reserve(addresses.size());
+  for (const WeightedEndpoint* e : addresses) {
+    keys.push_back(SubchannelPool::KeyOf(e->address.ToString(), e->tls.get()));
   }
-  if (same && picker_ != nullptr) {
+  if (keys == update_keys_ && picker_ != nullptr) {
     reporter_(state_, status_, picker_);
     return;
+  }
+  update_keys_ = std::move(keys);
+  if (shuffle_address_list_) {
+    // A62: "randomly shuffle the order of the addresses" of each new list
+    // (Fisher-Yates), so that clients given one EDS resource spread out.
+    for (size_t i = addresses.size(); i > 1; --i) {
+      std::swap(addresses[i - 1], addresses[ThreadRandom() % i]);
+    }
   }
   // The subchannel in use, by its key (its address and security).
   std::string selected_key;

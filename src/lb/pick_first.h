@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "lb/lb_policy.h"
@@ -15,8 +16,9 @@ namespace uxds {
 class PickFirstPolicy final : public LbPolicy {
  public:
   // `request_reresolution` may be null (no resolver to ask).
+  // `shuffle_address_list` (A62): each new list is tried in a random order.
   PickFirstPolicy(SubchannelPool& pool, std::function<void()> request_reresolution,
-                  Reporter reporter);
+                  Reporter reporter, bool shuffle_address_list = false);
   ~PickFirstPolicy() override;
 
   void Update(const LocalityList& localities) override;
@@ -39,6 +41,10 @@ class PickFirstPolicy final : public LbPolicy {
   SubchannelPool& pool_;
   std::function<void()> request_reresolution_;
   Reporter reporter_;
+  const bool shuffle_address_list_;
+  // The last update's endpoints (their subchannel keys) in the order it
+  // gave them, before any shuffle: the same list again changes nothing.
+  std::vector<std::string> update_keys_;
   std::vector<Entry> entries_;
   int selected_ = -1;      // the entry picks go to, READY
   size_t attempting_ = 0;  // the entry being connected while none is selected

@@ -253,6 +253,28 @@ TEST_F(ChannelEndToEndTest, AggregateClusterFailsOverBetweenItsChildren) {
   ExpectCallsSettleOn({addresses_[1]}, 10, waiting);
 }
 
+// A62 through load_balancing_policy: pick_first over every endpoint of the
+// priority, in order: every call goes to the first;
+// when it dies, to the next, and it stays there when the first returns
+// (pick_first keeps the connection in use).
+TEST_F(ChannelEndToEndTest, APickFirstClusterSendsEveryCallToOneEndpoint) {
+  ASSERT_TRUE(
+      cp_->SetResources(kLdsType, {{"svc", ApiListenerWithRoutes("svc", "*", {{"", "c"}})}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(kCdsType, {{"c", PickFirstCluster("c", "s-c")}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(
+      kEdsType, {{"s-c", EndpointsAt("s-c", {addresses_[0], addresses_[1], addresses_[2]})}}, "1"));
+  CreateChannel("xds:///svc");
+  CallOptions waiting;
+  waiting.wait_for_ready = true;
+  std::map<std::string, int> seen = CountCalls(test_service::kEmptyCall, 20, waiting);
+  EXPECT_EQ(seen[addresses_[0]], 20);
+  StopBackend(0);
+  ExpectCallsSettleOn({addresses_[1]}, 10, waiting);
+  RestartBackend(0);
+  seen = CountCalls(test_service::kEmptyCall, 20, waiting);
+  EXPECT_EQ(seen[addresses_[1]], 20);
+}
+
 // A37: a LOGICAL_DNS cluster uses pick_first over every address of its
 // name, in order: the first refuses connections, calls go to the second.
 // When the connection in use closes, the name is resolved again and the

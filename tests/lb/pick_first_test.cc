@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string>
+
 #include "lb/lb_test_util.h"
 
 namespace uxds {
@@ -103,6 +106,34 @@ TEST_F(PickFirstTest, AnUpdateKeepsTheConnectionInUseWhileItsAddressStays) {
   EXPECT_EQ(pool_->Find(backends_[1]->address_text())->connection_attempts(), 0u);
   policy_->Update(OneLocality({backends_[1]->address()}));
   ASSERT_TRUE(WaitUntilPicked(backends_[1]->address_text()));
+}
+
+// A62 shuffle_address_list: each policy tries the endpoints of a new list
+// in its own random order; the same list again keeps the connection in
+// use (no new order).
+TEST_F(PickFirstTest, ShuffleAddressListSpreadsPoliciesOverTheEndpoints) {
+  std::set<std::string> first_picked;
+  for (int i = 0; i < 16 && first_picked.size() < 2; ++i) {
+    lb_testing::ReportLog log;
+    PickFirstPolicy shuffled(*pool_, nullptr, log.reporter(), /*shuffle_address_list=*/true);
+    const LocalityList endpoints = OneLocality({backends_[0]->address(), backends_[1]->address()});
+    shuffled.Update(endpoints);
+    auto picked = [&] {
+      if (log.picker == nullptr) return std::string();
+      const PickResult r = log.picker->Pick(PickArgs{});
+      return r.kind == PickResult::Kind::kComplete ? r.endpoint->address : std::string();
+    };
+    ASSERT_TRUE(loop_->BlockOn(WaitUntil(*loop_, [&] { return !picked().empty(); })));
+    const std::string first = picked();
+    first_picked.insert(first);
+    for (int again = 0; again < 8; ++again) {
+      shuffled.Update(endpoints);
+      EXPECT_EQ(picked(), first);
+    }
+    log.picker.reset();
+  }
+  // Both endpoints came first at least once: (1/2)^15 that they would not.
+  EXPECT_EQ(first_picked.size(), 2u);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "envoy/extensions/clusters/aggregate/v3/cluster.pb.h"
 #include "envoy/extensions/filters/http/router/v3/router.pb.h"
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
+#include "envoy/extensions/load_balancing_policies/pick_first/v3/pick_first.pb.h"
 #include "envoy/extensions/load_balancing_policies/ring_hash/v3/ring_hash.pb.h"
 #include "envoy/extensions/load_balancing_policies/round_robin/v3/round_robin.pb.h"
 #include "envoy/extensions/load_balancing_policies/wrr_locality/v3/wrr_locality.pb.h"
@@ -224,6 +225,22 @@ ResponseResource WrrLocalityCluster(const std::string& name, const std::string& 
       cluster.mutable_load_balancing_policy()->add_policies()->mutable_typed_extension_config();
   policy->set_name("wrr_locality");
   policy->mutable_typed_config()->PackFrom(wrr);
+  return ResponseResource(kCdsType, cluster.SerializeAsString());
+}
+
+ResponseResource PickFirstCluster(const std::string& name, const std::string& service_name,
+                                  bool shuffle_address_list) {
+  envoy::config::cluster::v3::Cluster cluster;
+  cluster.set_name(name);
+  cluster.set_type(envoy::config::cluster::v3::Cluster::EDS);
+  cluster.mutable_eds_cluster_config()->mutable_eds_config()->mutable_ads();
+  cluster.mutable_eds_cluster_config()->set_service_name(service_name);
+  envoy::extensions::load_balancing_policies::pick_first::v3::PickFirst pick_first;
+  pick_first.set_shuffle_address_list(shuffle_address_list);
+  auto* policy =
+      cluster.mutable_load_balancing_policy()->add_policies()->mutable_typed_extension_config();
+  policy->set_name("pick_first");
+  policy->mutable_typed_config()->PackFrom(pick_first);
   return ResponseResource(kCdsType, cluster.SerializeAsString());
 }
 

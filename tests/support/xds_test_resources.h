@@ -63,6 +63,9 @@ ResponseResource RouteConfig(const std::string& name, const std::string& domain,
 // An EDS cluster with the RING_HASH LB policy (A42), ring sizes as given.
 ResponseResource RingHashCluster(const std::string& name, const std::string& service_name,
                                  uint64_t min_ring_size = 1024, uint64_t max_ring_size = 4096);
+// An EDS cluster whose load_balancing_policy is pick_first (A62).
+ResponseResource PickFirstCluster(const std::string& name, const std::string& service_name,
+                                  bool shuffle_address_list = false);
 // An EDS cluster whose load_balancing_policy is wrr_locality over
 // ring_hash (ring_hash_child) or round_robin.
 ResponseResource WrrLocalityCluster(const std::string& name, const std::string& service_name,

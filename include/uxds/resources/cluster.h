@@ -37,7 +37,7 @@ struct ClusterResource {
   // The xDS LB policy (A42: not a gRPC LB policy tree, but what the cluster
   // resolver turns into one).
   struct LbPolicy {
-    enum class EndpointPicking { kRoundRobin, kRingHash };
+    enum class EndpointPicking { kRoundRobin, kRingHash, kPickFirst };
     // A42 defaults; the local ring size cap (4096) is the LB policy's, not
     // the resource's, so the xDS values are kept as sent.
     static constexpr uint64_t kDefaultMinRingSize = 1024;
@@ -54,6 +54,8 @@ struct ClusterResource {
     // A76: hash this request header instead of the route's hash policies
     // (kRingHash only; from a ring_hash_experimental custom policy config).
     std::string request_hash_header;
+    // A62: pick_first shuffles the endpoints of each update (kPickFirst only).
+    bool shuffle_address_list = false;
 
     friend bool operator==(const LbPolicy&, const LbPolicy&) = default;
   };

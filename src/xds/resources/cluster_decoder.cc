@@ -7,6 +7,7 @@
 
 #include "envoy/config/cluster/v3/cluster.pb.h"
 #include "envoy/extensions/clusters/aggregate/v3/cluster.pb.h"
+#include "envoy/extensions/load_balancing_policies/pick_first/v3/pick_first.pb.h"
 #include "envoy/extensions/load_balancing_policies/ring_hash/v3/ring_hash.pb.h"
 #include "envoy/extensions/load_balancing_policies/wrr_locality/v3/wrr_locality.pb.h"
 #include "xds/resources/field_parsers.h"
@@ -28,6 +29,8 @@ constexpr std::string_view kRingHashType =
 constexpr std::string_view kRingHashExperimentalType = "ring_hash_experimental";
 constexpr std::string_view kRoundRobinType =
     "envoy.extensions.load_balancing_policies.round_robin.v3.RoundRobin";
+constexpr std::string_view kPickFirstType =
+    "envoy.extensions.load_balancing_policies.pick_first.v3.PickFirst";
 constexpr std::string_view kWrrLocalityType =
     "envoy.extensions.load_balancing_policies.wrr_locality.v3.WrrLocality";
 // gRPC's limit on nested load_balancing_policy configs (wrr_locality).
@@ -348,6 +351,19 @@ std::optional<LbPolicy> ConvertLbPolicy(const envoy::config::cluster::v3::LoadBa
     if (extension.type == kRoundRobinType) {
       // Bare round_robin: every endpoint of a priority in one rotation.
       result.weighted_locality = false;
+      return result;
+    }
+    if (extension.type == kPickFirstType) {
+      // A62: pick_first picks among every endpoint of a priority, in the
+      // order of its localities and their endpoints (shuffled if asked).
+      envoy::extensions::load_balancing_policies::pick_first::v3::PickFirst config;
+      if (!ParseProto(extension.serialized_value, config)) {
+        errors.Add("can't decode PickFirst LB policy config");
+        return result;
+      }
+      result.weighted_locality = false;
+      result.endpoint_picking = LbPolicy::EndpointPicking::kPickFirst;
+      result.shuffle_address_list = config.shuffle_address_list();
       return result;
     }
     if (extension.type == kWrrLocalityType) {

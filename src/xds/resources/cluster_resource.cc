@@ -16,6 +16,9 @@ ResourceJson LbPolicyJson(const ClusterResource::LbPolicy& policy) {
     if (!policy.request_hash_header.empty()) {
       json["request_hash_header"] = policy.request_hash_header;
     }
+  } else if (policy.endpoint_picking == ClusterResource::LbPolicy::EndpointPicking::kPickFirst) {
+    json["endpoint_picking"] = "PICK_FIRST";
+    json["shuffle_address_list"] = policy.shuffle_address_list;
   } else {
     json["endpoint_picking"] = "ROUND_ROBIN";
   }
