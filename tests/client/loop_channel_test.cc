@@ -142,6 +142,22 @@ class LoopChannelTest : public ChannelFixture {
     FAIL() << a << " and " << b << " never both READY";
   }
 
+  // One EmptyCall through loop i's handle, on that loop; waits for its end.
+  StatusOr<UnaryResponse> CallOnLoop(size_t i, CallOptions options) {
+    StatusOr<UnaryResponse> reply = UnavailableError("not run");
+    std::promise<void> done;
+    callers_[i]->RunSync([&] {
+      callers_[i]->loop().Spawn([](LoopChannel* h, CallOptions options,
+                                   StatusOr<UnaryResponse>* out,
+                                   std::promise<void>* d) -> Task<void> {
+        *out = co_await h->UnaryCall(std::string(test_service::kEmptyCall), "", std::move(options));
+        d->set_value();
+      }(handles_[i].get(), std::move(options), &reply, &done));
+    });
+    done.get_future().get();
+    return reply;
+  }
+
   // Open connections of loop i's handle, read on its loop.
   size_t ConnectionsOf(size_t i) {
     size_t n = 0;
@@ -517,17 +533,8 @@ TEST_F(LoopChannelTest, ALoopsCallWaitingForConfigNamesWhatIsStillMissing) {
                       {.metadata = {}, .timeout = milliseconds(20), .wait_for_ready = false});
     if (reply.status().message().find("RDS resource") != std::string::npos) break;
   }
-  StatusOr<UnaryResponse> reply = UnavailableError("not run");
-  std::promise<void> done;
-  callers_[0]->RunSync([&] {
-    callers_[0]->loop().Spawn(
-        [](LoopChannel* h, StatusOr<UnaryResponse>* out, std::promise<void>* d) -> Task<void> {
-          *out = co_await h->UnaryCall(std::string(test_service::kEmptyCall), "",
-                                       {.metadata = {}, .timeout = milliseconds(200)});
-          d->set_value();
-        }(handles_[0].get(), &reply, &done));
-  });
-  done.get_future().get();
+  const StatusOr<UnaryResponse> reply =
+      CallOnLoop(0, {.metadata = {}, .timeout = milliseconds(200)});
   ASSERT_EQ(reply.status().code(), StatusCode::kDeadlineExceeded) << reply.status().ToString();
   EXPECT_NE(reply.status().message().find("RDS resource routes-never-sent"), std::string::npos)
       << reply.status().ToString();
@@ -540,18 +547,8 @@ TEST_F(LoopChannelTest, ALoopsWaitForReadyDeadlineCarriesTheClustersLastError) {
   ServeOneCluster({refused});
   CreateChannel("xds:///svc");
   OpenHandles();
-  StatusOr<UnaryResponse> reply = UnavailableError("not run");
-  std::promise<void> done;
-  callers_[0]->RunSync([&] {
-    callers_[0]->loop().Spawn(
-        [](LoopChannel* h, StatusOr<UnaryResponse>* out, std::promise<void>* d) -> Task<void> {
-          *out = co_await h->UnaryCall(
-              std::string(test_service::kEmptyCall), "",
-              {.metadata = {}, .timeout = milliseconds(1500), .wait_for_ready = true});
-          d->set_value();
-        }(handles_[0].get(), &reply, &done));
-  });
-  done.get_future().get();
+  const StatusOr<UnaryResponse> reply =
+      CallOnLoop(0, {.metadata = {}, .timeout = milliseconds(1500), .wait_for_ready = true});
   ASSERT_EQ(reply.status().code(), StatusCode::kDeadlineExceeded) << reply.status().ToString();
   EXPECT_NE(reply.status().message().find("last error"), std::string::npos)
       << reply.status().ToString();

@@ -14,24 +14,30 @@
 #include "envoy/extensions/transport_sockets/tls/v3/tls.pb.h"
 
 namespace uxds::testing {
+namespace {
 
-ResponseResource ValidCluster(const std::string& name, const std::string& service_name) {
+// An EDS cluster whose endpoints come from ADS under `service_name`.
+envoy::config::cluster::v3::Cluster EdsCluster(const std::string& name,
+                                               const std::string& service_name) {
   envoy::config::cluster::v3::Cluster cluster;
   cluster.set_name(name);
   cluster.set_type(envoy::config::cluster::v3::Cluster::EDS);
   cluster.mutable_eds_cluster_config()->mutable_eds_config()->mutable_ads();
   cluster.mutable_eds_cluster_config()->set_service_name(service_name);
+  return cluster;
+}
+
+}  // namespace
+
+ResponseResource ValidCluster(const std::string& name, const std::string& service_name) {
+  envoy::config::cluster::v3::Cluster cluster = EdsCluster(name, service_name);
   return ResponseResource(kCdsType, cluster.SerializeAsString());
 }
 
 ResponseResource SecureCluster(const std::string& name, const std::string& service_name,
                                const std::string& ca_instance, const std::string& identity_instance,
                                const std::vector<std::string>& san_matchers) {
-  envoy::config::cluster::v3::Cluster cluster;
-  cluster.set_name(name);
-  cluster.set_type(envoy::config::cluster::v3::Cluster::EDS);
-  cluster.mutable_eds_cluster_config()->mutable_eds_config()->mutable_ads();
-  cluster.mutable_eds_cluster_config()->set_service_name(service_name);
+  envoy::config::cluster::v3::Cluster cluster = EdsCluster(name, service_name);
   envoy::extensions::transport_sockets::tls::v3::UpstreamTlsContext tls;
   auto* common = tls.mutable_common_tls_context();
   auto* validation = common->mutable_validation_context();
@@ -160,11 +166,7 @@ ResponseResource RouteConfig(const std::string& name, const std::string& domain,
 
 ResponseResource RingHashCluster(const std::string& name, const std::string& service_name,
                                  uint64_t min_ring_size, uint64_t max_ring_size) {
-  envoy::config::cluster::v3::Cluster cluster;
-  cluster.set_name(name);
-  cluster.set_type(envoy::config::cluster::v3::Cluster::EDS);
-  cluster.mutable_eds_cluster_config()->mutable_eds_config()->mutable_ads();
-  cluster.mutable_eds_cluster_config()->set_service_name(service_name);
+  envoy::config::cluster::v3::Cluster cluster = EdsCluster(name, service_name);
   cluster.set_lb_policy(envoy::config::cluster::v3::Cluster::RING_HASH);
   cluster.mutable_ring_hash_lb_config()->mutable_minimum_ring_size()->set_value(min_ring_size);
   cluster.mutable_ring_hash_lb_config()->mutable_maximum_ring_size()->set_value(max_ring_size);
@@ -203,11 +205,7 @@ ResponseResource AggregateCluster(const std::string& name,
 
 ResponseResource WrrLocalityCluster(const std::string& name, const std::string& service_name,
                                     bool ring_hash_child) {
-  envoy::config::cluster::v3::Cluster cluster;
-  cluster.set_name(name);
-  cluster.set_type(envoy::config::cluster::v3::Cluster::EDS);
-  cluster.mutable_eds_cluster_config()->mutable_eds_config()->mutable_ads();
-  cluster.mutable_eds_cluster_config()->set_service_name(service_name);
+  envoy::config::cluster::v3::Cluster cluster = EdsCluster(name, service_name);
   envoy::extensions::load_balancing_policies::wrr_locality::v3::WrrLocality wrr;
   auto* child =
       wrr.mutable_endpoint_picking_policy()->add_policies()->mutable_typed_extension_config();
@@ -230,11 +228,7 @@ ResponseResource WrrLocalityCluster(const std::string& name, const std::string& 
 
 ResponseResource PickFirstCluster(const std::string& name, const std::string& service_name,
                                   bool shuffle_address_list) {
-  envoy::config::cluster::v3::Cluster cluster;
-  cluster.set_name(name);
-  cluster.set_type(envoy::config::cluster::v3::Cluster::EDS);
-  cluster.mutable_eds_cluster_config()->mutable_eds_config()->mutable_ads();
-  cluster.mutable_eds_cluster_config()->set_service_name(service_name);
+  envoy::config::cluster::v3::Cluster cluster = EdsCluster(name, service_name);
   envoy::extensions::load_balancing_policies::pick_first::v3::PickFirst pick_first;
   pick_first.set_shuffle_address_list(shuffle_address_list);
   auto* policy =
