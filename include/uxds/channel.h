@@ -78,9 +78,11 @@ struct PickArgs {
   // Endpoints the picking thread cannot use whatever their subchannel's
   // state (a LoopChannel's endpoints its own loop failed to connect to):
   // ring_hash takes them as TRANSIENT_FAILURE and walks past them (A42),
-  // round_robin passes over them. A policy with nothing else to pick
-  // returns one of them, and the caller fails or queues the call as for a
-  // TRANSIENT_FAILURE pick. Null: none (the common case costs one test).
+  // failing the pick as A42 does when nothing else is left; round_robin
+  // passes over them, and weighted_target over a locality that has nothing
+  // else; with nothing else left, those two return one of them, and the
+  // caller fails or queues the call as for a TRANSIENT_FAILURE pick. Null:
+  // none (the common case costs one test).
   const EndpointMask* unreachable = nullptr;
 };
 

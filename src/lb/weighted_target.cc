@@ -11,7 +11,29 @@ PickResult WeightedPicker::Pick(const PickArgs& args) const {
   const uint64_t point = ThreadRandom() % total_;
   auto it = std::upper_bound(entries_.begin(), entries_.end(), point,
                              [](uint64_t p, const Entry& e) { return p < e.cumulative_weight; });
-  return it->picker->Pick(args);
+  PickResult result = it->picker->Pick(args);
+  if (args.unreachable == nullptr) [[likely]]
+    return result;
+  return PickAroundUnreachable(static_cast<size_t>(it - entries_.begin()), result, args);
+}
+
+PickResult WeightedPicker::PickAroundUnreachable(size_t drawn, const PickResult& result,
+                                                 const PickArgs& args) const {
+  if (result.kind != PickResult::Kind::kComplete ||
+      !args.unreachable->Contains(result.endpoint->index)) {
+    return result;
+  }
+  // The drawn locality has nothing the picking thread can reach: as a
+  // locality in TRANSIENT_FAILURE, it gives way to the others, in turn
+  // from the drawn one; with none, its pick stands (the caller fails it).
+  for (size_t k = 1; k < entries_.size(); ++k) {
+    PickResult other = entries_[(drawn + k) % entries_.size()].picker->Pick(args);
+    if (other.kind == PickResult::Kind::kComplete &&
+        !args.unreachable->Contains(other.endpoint->index)) {
+      return other;
+    }
+  }
+  return result;
 }
 
 WeightedTargetPolicy::WeightedTargetPolicy(Loop& loop, ChildFactory factory, Reporter reporter)

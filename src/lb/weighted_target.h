@@ -53,6 +53,11 @@ class WeightedPicker final : public Picker {
   PickResult Pick(const PickArgs& args) const override;
 
  private:
+  // PickArgs::unreachable: when the child drawn (at `drawn`) picked an
+  // endpoint in the mask, another child's pick that is not.
+  [[gnu::noinline]] PickResult PickAroundUnreachable(size_t drawn, const PickResult& result,
+                                                     const PickArgs& args) const;
+
   std::vector<Entry> entries_;
   uint64_t total_;
 };

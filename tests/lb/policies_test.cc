@@ -83,9 +83,9 @@ TEST_F(PoliciesTest, RoundRobinPickersStartAtRandomPoints) {
 TEST_F(PoliciesTest, RoundRobinPassesOverUnreachableEndpoints) {
   std::vector<SubchannelRef> refs = Subchannels(4, 4001);
   RoundRobinPicker picker(refs);
+  for (const SubchannelRef& ref : refs) ASSERT_LT(ref->endpoint().index, 64u);
   uint64_t word =
       (uint64_t{1} << refs[1]->endpoint().index) | (uint64_t{1} << refs[2]->endpoint().index);
-  ASSERT_LT(refs[3]->endpoint().index, 64u);
   const EndpointMask mask{std::span<const uint64_t>(&word, 1)};
   PickArgs args;
   args.unreachable = &mask;
@@ -98,6 +98,31 @@ TEST_F(PoliciesTest, RoundRobinPassesOverUnreachableEndpoints) {
   const PickResult all = picker.Pick(args);
   EXPECT_EQ(all.kind, PickResult::Kind::kComplete);
   EXPECT_NE(all.endpoint, nullptr);
+}
+
+// PickArgs::unreachable through weighted_target: a locality whose READY
+// endpoints are all unreachable for the picking thread gives way to another
+// locality, whatever the weights; with every locality so, a pick still
+// returns an endpoint (the caller fails it).
+TEST_F(PoliciesTest, WeightedTargetGoesAroundALocalityWithNothingReachable) {
+  std::vector<SubchannelRef> a = Subchannels(2, 5001);
+  std::vector<SubchannelRef> b = Subchannels(2, 6001);
+  for (const SubchannelRef& ref : a) ASSERT_LT(ref->endpoint().index, 64u);
+  for (const SubchannelRef& ref : b) ASSERT_LT(ref->endpoint().index, 64u);
+  std::vector<WeightedPicker::Entry> entries;
+  entries.push_back({99, std::make_shared<RoundRobinPicker>(a)});
+  entries.push_back({100, std::make_shared<RoundRobinPicker>(b)});
+  const WeightedPicker picker(std::move(entries));
+  uint64_t word = (uint64_t{1} << a[0]->endpoint().index) | (uint64_t{1} << a[1]->endpoint().index);
+  const EndpointMask mask{std::span<const uint64_t>(&word, 1)};
+  PickArgs args;
+  args.unreachable = &mask;
+  std::map<const Endpoint*, int> counts;
+  for (int i = 0; i < 200; ++i) ++counts[picker.Pick(args).endpoint];
+  EXPECT_EQ(counts[&b[0]->endpoint()] + counts[&b[1]->endpoint()], 200);
+  word = ~uint64_t{0};
+  const PickResult all = picker.Pick(args);
+  EXPECT_EQ(all.kind, PickResult::Kind::kComplete);
 }
 
 // wrr_locality over ring_hash: every locality's ring_hash is IDLE until
