@@ -22,14 +22,21 @@ const SnapshotCluster* RouteCall(const CallSnapshot& snapshot, CallRequest& requ
   }
   const std::shared_ptr<const CompiledRoutes>& routes = snapshot.routes;
   std::optional<Loop::Clock::time_point> stream_deadline;  // A31: a routed call's
-  if (route.has_value() && (routes == nullptr || route->generation != routes->generation())) {
+  if (routes == nullptr) {
+    // No config (yet, or after an A74 error): every call waits for one
+    // (gRPC queues them while the resolver has not returned), a routed
+    // call keeping its route (and its A31 deadline) until routes come.
+    miss = snapshot.config_failed ? PickMiss{Next::kWaitOrFail, snapshot.config_error}
+                                  : PickMiss{Next::kWait, Status(), Waiting::kConfig};
+    return nullptr;
+  }
+  if (route.has_value() && route->generation != routes->generation()) {
     // New routes: the call keeps its cluster while they still name it, else
     // it is routed by them (gRPC keeps the old cluster alive for it
     // instead). It is found by the channel's id for it: a cluster the
     // channel keeps no state for (id 0, never so for an xDS config or a
     // host:port target) is routed again.
-    std::optional<uint32_t> index =
-        routes != nullptr ? snapshot.IndexOfCluster(route->cluster_id) : std::nullopt;
+    std::optional<uint32_t> index = snapshot.IndexOfCluster(route->cluster_id);
     if (index.has_value()) {
       route->generation = routes->generation();
       route->cluster = *index;
@@ -40,13 +47,6 @@ const SnapshotCluster* RouteCall(const CallSnapshot& snapshot, CallRequest& requ
     }
   }
   if (!route.has_value()) {
-    if (routes == nullptr) {
-      // No config yet: every call waits for the first one (gRPC queues
-      // them while the resolver has not returned).
-      miss = snapshot.config_failed ? PickMiss{Next::kWaitOrFail, snapshot.config_error}
-                                    : PickMiss{Next::kWait, Status(), Waiting::kConfig};
-      return nullptr;
-    }
     CompiledRoutes::Choice choice;
     switch (routes->Choose(request, snapshot.channel_id, choice)) {
       case CompiledRoutes::Outcome::kRouted:

@@ -176,7 +176,11 @@ std::shared_ptr<const CompiledRoutes> CompiledRoutes::Compile(
     // when set), else the HttpConnectionManager's; 0 means none.
     route.max_stream_duration = action->max_stream_duration.value_or(
         default_max_stream_duration.value_or(std::chrono::nanoseconds(0)));
-    if (route.max_stream_duration < std::chrono::nanoseconds(0)) {
+    // Negative (refused by the parser) or beyond any deadline a clock can
+    // hold (the parser saturates durations past 292 years): no cap.
+    constexpr auto kLongest = std::chrono::hours(24 * 365 * 100);
+    if (route.max_stream_duration < std::chrono::nanoseconds(0) ||
+        route.max_stream_duration > kLongest) {
       route.max_stream_duration = std::chrono::nanoseconds(0);
     }
     if (const auto* one = std::get_if<RouteAction::ClusterName>(&action->cluster)) {
