@@ -76,8 +76,8 @@ void FirstConnectionProxy::Run(uint16_t backend_port) {
     if (fds[1].revents & POLLIN) {
       const int accepted = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
       if (accepted >= 0 && forwarded_one) {
+        ++turned_away_;  // counted before the client can see the close
         ::close(accepted);
-        ++turned_away_;
       } else if (accepted >= 0) {
         forwarded_one = true;
         client = accepted;
