@@ -243,7 +243,7 @@ LoopConnection& LoopChannel::Impl::ConnectionFor(uint32_t index, const Subchanne
   }
   if (slot == nullptr) {
     ScheduleIdleSweep();
-    slot = std::make_unique<LoopConnection>(shared->backoff);
+    slot = std::make_unique<LoopConnection>();
     slot->owner = this;
     slot->index = index;
     slot->uid = subchannel.uid();
@@ -286,9 +286,10 @@ Task<void> LoopChannel::Impl::CloseAndFree(std::unique_ptr<LoopConnection> conne
 // endpoint all along; this loop retries on its own, because no pick asks
 // it to while its picks go around the endpoint.
 Task<void> LoopChannel::Impl::Connect(LoopConnection* c) {
+  if (!c->backoff.has_value()) c->backoff.emplace(shared->backoff);
   while (true) {
     const Loop::Clock::time_point started = Loop::Clock::now();
-    const std::chrono::milliseconds delay = c->backoff.NextDelay();
+    const std::chrono::milliseconds delay = c->backoff->NextDelay();
     http2::ClientConnectionOptions options = shared->connection;
     options.connect_timeout = std::max(options.connect_timeout, delay);
     StatusOr<std::unique_ptr<http2::ClientConnection>> connected =
@@ -296,7 +297,7 @@ Task<void> LoopChannel::Impl::Connect(LoopConnection* c) {
     if (connected.ok()) {
       c->connection = *std::move(connected);
       c->last_failure = Status();
-      c->backoff.Reset();
+      c->backoff->Reset();
       if (c->unreachable) SetUnreachable(*c, false);
       break;
     }

@@ -59,9 +59,6 @@ struct ChannelShared {
 
 // One loop's connection to one endpoint.
 struct LoopConnection {
-  explicit LoopConnection(const xds_internal::ExponentialBackoff::Options& backoff_options)
-      : backoff(backoff_options) {}
-
   LoopChannel::Impl* owner = nullptr;
   uint32_t index = 0;  // Endpoint::index when it was made
   uint64_t uid = 0;    // the subchannel's: which endpoint this is
@@ -76,7 +73,9 @@ struct LoopConnection {
   // this loop's picks go around the endpoint (LoopChannel::Impl::
   // unreachable) while its connect task retries with `backoff`.
   bool unreachable = false;
-  xds_internal::ExponentialBackoff backoff;
+  // Made by the connect task, not by the pick that makes the connection:
+  // seeding it costs a system call (getpid).
+  std::optional<xds_internal::ExponentialBackoff> backoff;
   size_t uses = 0;  // calls on `connection`
   // Calls started on it, and that count at the last idle sweep: unchanged
   // with no call open means idle for a whole sweep period. A new
