@@ -89,6 +89,10 @@ struct PickArgs {
 struct PickResult {
   enum class Kind : uint8_t { kComplete, kQueue, kFail };
   Kind kind = Kind::kQueue;
+  // kFail because the call was dropped (A27 drop_overloads, A32 circuit
+  // breaker): the call fails at once, wait_for_ready or not. (Beside
+  // `kind`, so that the struct stays six words.)
+  bool drop = false;
   // kComplete: valid until the PickScope that returned it ends.
   const Endpoint* endpoint = nullptr;
   // kComplete through cluster_impl: the call counts against the cluster's
@@ -100,17 +104,19 @@ struct PickResult {
   LocalityLoadStats* locality_stats = nullptr;
   // kFail: why (owned by the picker, valid while the scope lives).
   const Status* status = nullptr;
-  // kFail because the call was dropped (A27 drop_overloads, A32 circuit
-  // breaker): the call fails at once, wait_for_ready or not.
-  bool drop = false;
+  // kComplete through least_request (A48): the call counts as outstanding
+  // on its endpoint until its end is given (CallFinished/CallNotStarted).
+  CallCounter* endpoint_calls = nullptr;
 
   static PickResult Complete(const Endpoint* e) {
-    return {Kind::kComplete, e, nullptr, nullptr, nullptr};
+    return {Kind::kComplete, false, e, nullptr, nullptr, nullptr, nullptr};
   }
   static PickResult Queue() { return {}; }
-  static PickResult Fail(const Status* s) { return {Kind::kFail, nullptr, nullptr, nullptr, s}; }
+  static PickResult Fail(const Status* s) {
+    return {Kind::kFail, false, nullptr, nullptr, nullptr, s, nullptr};
+  }
   static PickResult Drop(const Status* s) {
-    return {Kind::kFail, nullptr, nullptr, nullptr, s, true};
+    return {Kind::kFail, true, nullptr, nullptr, nullptr, s, nullptr};
   }
 };
 
@@ -123,14 +129,16 @@ struct PickResult {
 void CallEnded(CallCounter* counter);
 // The hook a channel calls, once, when a call picked kComplete ends (any
 // thread; `picked` may be a copy kept after the PickScope ended: only
-// call_counter and locality_stats are used; the counter outlives the
-// scope by itself, the locality while the caller holds it):
-// releases its max_requests slot (A32) and counts the call in its
-// locality's load report as succeeded (`ok`: status OK) or failed.
+// call_counter, endpoint_calls and locality_stats are used; the counters
+// outlive the scope by themselves, the locality while the caller holds
+// it): releases its max_requests slot (A32) and its endpoint's
+// outstanding count (A48), and counts the call in its locality's load
+// report as succeeded (`ok`: status OK) or failed.
 void CallFinished(const PickResult& picked, bool ok);
 // Instead of CallFinished(), for a call picked kComplete that never
-// started (its endpoint's connection went away; the channel picks again):
-// releases its slot and takes it out of its locality's issued calls.
+// started (its endpoint's connection went away; the channel picks again;
+// or a policy put the pick aside for another): releases its slot and its
+// endpoint's count, and takes it out of its locality's issued calls.
 void CallNotStarted(const PickResult& picked);
 
 // An immutable picker snapshot. Pick() runs on any thread, concurrently.

@@ -72,10 +72,14 @@ void CallCounter::NoteShard(unsigned shard) {
 
 bool CallCounter::TryAcquire(uint32_t max_requests) {
   if (Load() >= static_cast<int64_t>(max_requests)) return false;
+  Acquire();
+  return true;
+}
+
+void CallCounter::Acquire() {
   const unsigned shard = ThreadShardIndex();
   if (shard >= shards_used_.load(std::memory_order_relaxed)) NoteShard(shard);
   AddToShard(shards_[shard].calls, shard, 1);
-  return true;
 }
 
 // A call may end on another thread than the one that picked it: shards can
@@ -132,10 +136,6 @@ std::shared_ptr<CallCounter> SharedCallCounter(const void* scope, const std::str
     delete counter;
     SharedCounters().erase(it);
   });
-}
-
-void CallEnded(CallCounter* counter) {
-  if (counter != nullptr) counter->Release();
 }
 
 }  // namespace uxds

@@ -1,5 +1,6 @@
 // In-flight calls of one cluster, for the max_requests circuit breaker
-// (A32, enforced in cluster_impl's picker).
+// (A32, enforced in cluster_impl's picker), or of one endpoint, for
+// least_request (A48).
 //
 // Counting every call on one atomic would put a read-modify-write on a line
 // every picking thread writes. The count is split into per-thread-group
@@ -42,6 +43,8 @@ class CallCounter {
   // Counts one call unless `max_requests` are already counted (the check
   // and the take of A32, once per pick).
   bool TryAcquire(uint32_t max_requests);
+  // Counts one call whatever the count (A48's outstanding calls).
+  void Acquire();
   // Any thread; the counter stays valid until this returns.
   void Release();
   int64_t Load() const;

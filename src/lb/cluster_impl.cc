@@ -88,14 +88,4 @@ const Status* ClusterImplPicker::Admit() const {
   return nullptr;
 }
 
-void CallFinished(const PickResult& picked, bool ok) {
-  if (picked.call_counter != nullptr) picked.call_counter->Release();
-  if (picked.locality_stats != nullptr) picked.locality_stats->CallFinished(ok);
-}
-
-void CallNotStarted(const PickResult& picked) {
-  if (picked.call_counter != nullptr) picked.call_counter->Release();
-  if (picked.locality_stats != nullptr) picked.locality_stats->CallNotStarted();
-}
-
 }  // namespace uxds

@@ -158,10 +158,11 @@ void ClusterLoadBalancer::BuildTree(const LbPolicyOptions& options) {
   using EndpointPicking = ClusterResource::LbPolicy::EndpointPicking;
   const EndpointPicking picking = lb_config_.endpoint_picking;
   const bool shuffle = lb_config_.shuffle_address_list;
+  const uint32_t choice_count = lb_config_.choice_count;
   // The policy that picks an endpoint among a list (of one locality, or of
   // a whole priority).
-  auto endpoint_policy = [&pool, &tree, picking,
-                          shuffle](LbPolicy::Reporter r) -> std::unique_ptr<LbPolicy> {
+  auto endpoint_policy = [&pool, &tree, picking, shuffle,
+                          choice_count](LbPolicy::Reporter r) -> std::unique_ptr<LbPolicy> {
     switch (picking) {
       case EndpointPicking::kRingHash:
         return std::make_unique<RingHashPolicy>(pool, tree, std::move(r));
@@ -169,6 +170,8 @@ void ClusterLoadBalancer::BuildTree(const LbPolicyOptions& options) {
         // A62 over EDS: re-resolution asks nothing of an EDS cluster.
         return std::make_unique<PickFirstPolicy>(pool, tree.request_reresolution, std::move(r),
                                                  shuffle);
+      case EndpointPicking::kLeastRequest:
+        return RoundRobinPolicy::LeastRequest(pool, std::move(r), choice_count);
       case EndpointPicking::kRoundRobin:
         break;
     }

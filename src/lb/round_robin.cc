@@ -1,5 +1,8 @@
 #include "lb/round_robin.h"
 
+#include "lb/least_request_picker.h"
+
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <set>
@@ -47,7 +50,28 @@ PickResult RoundRobinPicker::Pick(const PickArgs& args) const {
 }
 
 RoundRobinPolicy::RoundRobinPolicy(SubchannelPool& pool, Reporter reporter)
-    : pool_(pool), reporter_(std::move(reporter)) {}
+    : RoundRobinPolicy(pool, std::move(reporter), 0) {}
+
+RoundRobinPolicy::RoundRobinPolicy(SubchannelPool& pool, Reporter reporter,
+                                   uint32_t least_request_choice_count)
+    : pool_(pool),
+      reporter_(std::move(reporter)),
+      least_request_choice_count_(least_request_choice_count) {}
+
+std::unique_ptr<RoundRobinPolicy> RoundRobinPolicy::LeastRequest(SubchannelPool& pool,
+                                                                 Reporter reporter,
+                                                                 uint32_t choice_count) {
+  // A48's range, whoever made the config.
+  return std::unique_ptr<RoundRobinPolicy>(
+      new RoundRobinPolicy(pool, std::move(reporter), std::clamp(choice_count, 2u, 10u)));
+}
+
+std::shared_ptr<CallCounter> RoundRobinPolicy::OutstandingOf(const Subchannel* s) const {
+  for (const Endpoint& e : endpoints_) {
+    if (e.subchannel.get() == s) return e.outstanding;
+  }
+  return CallCounter::Create();
+}
 
 RoundRobinPolicy::~RoundRobinPolicy() { DetachAll(); }
 
@@ -61,8 +85,13 @@ void RoundRobinPolicy::Update(const LocalityList& localities) {
   std::set<std::string> seen;
   for (const WeightedLocality& locality : localities) {
     for (const WeightedEndpoint& e : locality.endpoints) {
+      // A48 as round_robin: an address listed twice is one endpoint.
       if (!seen.insert(e.address.ToString()).second) continue;
-      next.push_back(Endpoint{pool_.Get(e.address, e.tls), -1});
+      next.push_back(Endpoint{pool_.Get(e.address, e.tls), -1, nullptr});
+      // A48: an endpoint that stays keeps its count (its calls in flight).
+      if (least_request_choice_count_ != 0) {
+        next.back().outstanding = OutstandingOf(next.back().subchannel.get());
+      }
     }
   }
   DetachAll();
@@ -94,31 +123,49 @@ void RoundRobinPolicy::OnEndpointStateChange(Subchannel* s, ConnectivityState st
   Report();
 }
 
+std::shared_ptr<const Picker> RoundRobinPolicy::ReadyPicker() const {
+  if (least_request_choice_count_ == 0) {
+    std::vector<SubchannelRef> ready;
+    for (const Endpoint& e : endpoints_) {
+      if (e.subchannel->state() == ConnectivityState::kReady) ready.push_back(e.subchannel);
+    }
+    return std::make_shared<RoundRobinPicker>(std::move(ready));
+  }
+  std::vector<LeastRequestPicker::Entry> ready;
+  for (const Endpoint& e : endpoints_) {
+    if (e.subchannel->state() == ConnectivityState::kReady) {
+      ready.push_back(LeastRequestPicker::Entry{e.subchannel, e.outstanding});
+    }
+  }
+  return std::make_shared<LeastRequestPicker>(std::move(ready), least_request_choice_count_);
+}
+
 void RoundRobinPolicy::Report() {
+  const char* name = least_request_choice_count_ == 0 ? "round_robin" : "least_request";
   if (endpoints_.empty()) {
-    const Status empty = UnavailableError("round_robin: empty address list");
+    const Status empty = UnavailableError(std::string(name) + ": empty address list");
     reporter_(ConnectivityState::kTransientFailure, empty, std::make_shared<FailPicker>(empty));
     return;
   }
-  std::vector<SubchannelRef> ready;
+  bool ready = false;
   bool connecting = false;
   for (const Endpoint& e : endpoints_) {
     const ConnectivityState state = e.subchannel->state();
-    if (state == ConnectivityState::kReady) ready.push_back(e.subchannel);
+    if (state == ConnectivityState::kReady) ready = true;
     if (state == ConnectivityState::kConnecting || state == ConnectivityState::kIdle) {
       connecting = true;
     }
   }
-  // A61's aggregation: READY if any READY, else CONNECTING if any is trying
-  // (IDLE ones are being reconnected), else TRANSIENT_FAILURE.
-  if (!ready.empty()) {
-    reporter_(ConnectivityState::kReady, Status(),
-              std::make_shared<RoundRobinPicker>(std::move(ready)));
+  // A61's aggregation (A48's too): READY if any READY, else CONNECTING if
+  // any is trying (IDLE ones are being reconnected), else
+  // TRANSIENT_FAILURE.
+  if (ready) {
+    reporter_(ConnectivityState::kReady, Status(), ReadyPicker());
   } else if (connecting) {
     reporter_(ConnectivityState::kConnecting, Status(), std::make_shared<QueuePicker>());
   } else {
     const Status failed =
-        UnavailableError("round_robin: connections to all backends failing; last error: " +
+        UnavailableError(std::string(name) + ": connections to all backends failing; last error: " +
                          (last_failure_.ok() ? std::string("none") : last_failure_.ToString()));
     reporter_(ConnectivityState::kTransientFailure, failed, std::make_shared<FailPicker>(failed));
   }

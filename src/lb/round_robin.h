@@ -1,10 +1,14 @@
 // round_robin (A27 inside each locality; bare round_robin over a whole
 // priority): connects to every endpoint, reconnects any that goes IDLE, and
-// spreads picks over the READY ones.
+// spreads picks over the READY ones. least_request (A48) is the same policy
+// ("the same subchannel connectivity management logic ... and the same
+// heuristic for the aggregated connectivity state") with another picker.
 #pragma once
 
+#include <memory>
 #include <vector>
 
+#include "lb/call_counter.h"
 #include "lb/lb_policy.h"
 
 namespace uxds {
@@ -12,6 +16,9 @@ namespace uxds {
 class RoundRobinPolicy final : public LbPolicy {
  public:
   RoundRobinPolicy(SubchannelPool& pool, Reporter reporter);
+  // least_request (A48), drawing `choice_count` endpoints (in [2, 10]).
+  static std::unique_ptr<RoundRobinPolicy> LeastRequest(SubchannelPool& pool, Reporter reporter,
+                                                        uint32_t choice_count);
   ~RoundRobinPolicy() override;
 
   void Update(const LocalityList& localities) override;
@@ -21,13 +28,21 @@ class RoundRobinPolicy final : public LbPolicy {
   struct Endpoint {
     SubchannelRef subchannel;
     int watcher = -1;
+    // least_request: the endpoint's outstanding calls (A48: "local to each
+    // instance of the policy", living while the endpoint is in its list).
+    std::shared_ptr<CallCounter> outstanding;
   };
+  RoundRobinPolicy(SubchannelPool& pool, Reporter reporter, uint32_t least_request_choice_count);
+  std::shared_ptr<CallCounter> OutstandingOf(const Subchannel* s) const;
+  std::shared_ptr<const Picker> ReadyPicker() const;
   void DetachAll();
   void OnEndpointStateChange(Subchannel* s, ConnectivityState state, const Status& status);
   void Report();
 
   SubchannelPool& pool_;
   Reporter reporter_;
+  // 0: round_robin; else least_request's choice_count.
+  const uint32_t least_request_choice_count_;
   std::vector<Endpoint> endpoints_;
   Status last_failure_;
 };

@@ -26,12 +26,15 @@ PickResult WeightedPicker::PickAroundUnreachable(size_t drawn, const PickResult&
   // The drawn locality has nothing the picking thread can reach: as a
   // locality in TRANSIENT_FAILURE, it gives way to the others, in turn
   // from the drawn one; with none, its pick stands (the caller fails it).
+  // A pick put aside is ended at once (a least_request child counted it).
   for (size_t k = 1; k < entries_.size(); ++k) {
     PickResult other = entries_[(drawn + k) % entries_.size()].picker->Pick(args);
-    if (other.kind == PickResult::Kind::kComplete &&
-        !args.unreachable->Contains(other.endpoint->index)) {
+    if (other.kind != PickResult::Kind::kComplete) continue;
+    if (!args.unreachable->Contains(other.endpoint->index)) {
+      CallNotStarted(result);
       return other;
     }
+    CallNotStarted(other);
   }
   return result;
 }

@@ -53,6 +53,13 @@ ClusterResource RingHashCluster() {
   return c;
 }
 
+ClusterResource LeastRequestCluster(uint32_t choice_count) {
+  ClusterResource c;
+  c.lb_policy.endpoint_picking = EndpointPicking::kLeastRequest;
+  c.lb_policy.choice_count = choice_count;
+  return c;
+}
+
 class ClusterLoadBalancerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -133,6 +140,62 @@ TEST_F(ClusterLoadBalancerTest, RoundRobinSpreadsPicksEvenlyOverReadyEndpoints) 
     }
     EXPECT_EQ(counts,
               (std::map<std::string, int>{{Addr(0), 1000}, {Addr(1), 1000}, {Addr(2), 1000}}));
+  }());
+}
+
+// A48 through the whole tree (weighted_target over least_request, as the
+// legacy LEAST_REQUEST asks): calls held on one endpoint send the next
+// picks elsewhere; the count survives an update that keeps the endpoint,
+// and the tree's picks count the call on the endpoint until it ends.
+TEST_F(ClusterLoadBalancerTest, LeastRequestAvoidsAnEndpointWithCallsInFlight) {
+  lb_->Update(LeastRequestCluster(10), MakeEndpoints({{{Addr(0), Addr(1), Addr(2)}}}));
+  loop_->BlockOn([&]() -> Task<void> {
+    const bool ready = co_await WaitUntil(*loop_, [&] {
+      if (lb_->state() != State::kReady || pool_->size() != 3) return false;
+      for (size_t i = 0; i < 3; ++i) {
+        const Subchannel* s = pool_->Find(Addr(i));
+        if (s == nullptr || s->state() != State::kReady) return false;
+      }
+      return true;
+    });
+    CO_ASSERT_TRUE(ready);
+    // Two calls held on whatever endpoints the first picks chose: with ten
+    // draws, they go to two different endpoints, and the third takes
+    // (nearly) everything else.
+    std::vector<PickResult> held;
+    std::set<std::string> busy;
+    while (busy.size() < 2) {
+      held.push_back(Pick(std::nullopt, /*hold_call=*/true));
+      CO_ASSERT_TRUE(held.back().kind == PickResult::Kind::kComplete &&
+                     held.back().endpoint_calls != nullptr);
+      busy.insert(last_address_);
+    }
+    auto count_picks = [&] {
+      std::map<std::string, int> counts;
+      for (int i = 0; i < 1000; ++i) {
+        const PickResult r = Pick(std::nullopt, /*hold_call=*/true);
+        ++counts[last_address_];
+        CallFinished(r, true);
+      }
+      return counts;
+    };
+    std::map<std::string, int> counts = count_picks();
+    std::string idle;
+    for (size_t i = 0; i < 3; ++i) {
+      if (!busy.contains(Addr(i))) idle = Addr(i);
+    }
+    // A pick goes to a busy endpoint only when all ten draws are busy ones:
+    // (2/3)^10, about 17 of 1000 (round_robin: 667).
+    EXPECT_GT(counts[idle], 900) << ::testing::PrintToString(counts);
+    // An update that keeps the endpoints keeps their counts.
+    lb_->Update(LeastRequestCluster(10), MakeEndpoints({{{Addr(0), Addr(1), Addr(2), Addr(3)}}}));
+    counts = count_picks();
+    EXPECT_EQ(counts[Addr(0)] + counts[Addr(1)] + counts[Addr(2)] + counts[Addr(3)], 1000);
+    for (const std::string& address : busy) EXPECT_LT(counts[address], 100) << address;
+    // Ended, they are picked again.
+    for (const PickResult& r : held) CallFinished(r, true);
+    counts = count_picks();
+    for (const std::string& address : busy) EXPECT_GT(counts[address], 100) << address;
   }());
 }
 

@@ -37,12 +37,15 @@ struct ClusterResource {
   // The xDS LB policy (A42: not a gRPC LB policy tree, but what the cluster
   // resolver turns into one).
   struct LbPolicy {
-    enum class EndpointPicking { kRoundRobin, kRingHash, kPickFirst };
+    enum class EndpointPicking { kRoundRobin, kRingHash, kPickFirst, kLeastRequest };
     // A42 defaults; the local ring size cap (4096) is the LB policy's, not
     // the resource's, so the xDS values are kept as sent.
     static constexpr uint64_t kDefaultMinRingSize = 1024;
     static constexpr uint64_t kDefaultMaxRingSize = 8388608;
     static constexpr uint64_t kMaxRingSizeLimit = 8388608;
+    // A48: choice_count defaults to 2; under 2 is rejected, over 10 is 10.
+    static constexpr uint32_t kDefaultChoiceCount = 2;
+    static constexpr uint32_t kMaxChoiceCount = 10;
 
     // Pick a locality by weight first (weighted_target, the legacy
     // ROUND_ROBIN and wrr_locality), then an endpoint inside it. False for
@@ -56,6 +59,9 @@ struct ClusterResource {
     std::string request_hash_header;
     // A62: pick_first shuffles the endpoints of each update (kPickFirst only).
     bool shuffle_address_list = false;
+    // A48: least_request samples this many READY endpoints per pick
+    // (kLeastRequest only; in [2, 10]).
+    uint32_t choice_count = kDefaultChoiceCount;
 
     friend bool operator==(const LbPolicy&, const LbPolicy&) = default;
   };

@@ -19,6 +19,9 @@ ResourceJson LbPolicyJson(const ClusterResource::LbPolicy& policy) {
   } else if (policy.endpoint_picking == ClusterResource::LbPolicy::EndpointPicking::kPickFirst) {
     json["endpoint_picking"] = "PICK_FIRST";
     json["shuffle_address_list"] = policy.shuffle_address_list;
+  } else if (policy.endpoint_picking == ClusterResource::LbPolicy::EndpointPicking::kLeastRequest) {
+    json["endpoint_picking"] = "LEAST_REQUEST";
+    json["choice_count"] = policy.choice_count;
   } else {
     json["endpoint_picking"] = "ROUND_ROBIN";
   }
