@@ -1,12 +1,14 @@
 // Cluster (CDS) decoding with gRPC's validation rules and error texts
 // (A27, A37, A42, A32, A50, A29; gRPC C++ xds_cluster_parser.cc and
 // xds_lb_policy_registry.cc).
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <string>
 
 #include "envoy/config/cluster/v3/cluster.pb.h"
 #include "envoy/extensions/clusters/aggregate/v3/cluster.pb.h"
+#include "envoy/extensions/load_balancing_policies/least_request/v3/least_request.pb.h"
 #include "envoy/extensions/load_balancing_policies/pick_first/v3/pick_first.pb.h"
 #include "envoy/extensions/load_balancing_policies/ring_hash/v3/ring_hash.pb.h"
 #include "envoy/extensions/load_balancing_policies/wrr_locality/v3/wrr_locality.pb.h"
@@ -29,6 +31,8 @@ constexpr std::string_view kRingHashType =
 constexpr std::string_view kRingHashExperimentalType = "ring_hash_experimental";
 constexpr std::string_view kRoundRobinType =
     "envoy.extensions.load_balancing_policies.round_robin.v3.RoundRobin";
+constexpr std::string_view kLeastRequestType =
+    "envoy.extensions.load_balancing_policies.least_request.v3.LeastRequest";
 constexpr std::string_view kPickFirstType =
     "envoy.extensions.load_balancing_policies.pick_first.v3.PickFirst";
 constexpr std::string_view kWrrLocalityType =
@@ -167,9 +171,34 @@ void CheckRingSizeOrder(bool minimum_set, const LbPolicy& policy, ValidationErro
 }
 
 // The legacy lb_policy enum with ring_hash_lb_config (A42).
+// A48: least_request over the endpoints, with `choice_count` (if sent)
+// checked at the current field: under 2 is rejected, over 10 taken as 10.
+void SetLeastRequest(const google::protobuf::UInt32Value* choice_count, LbPolicy& policy,
+                     ValidationErrors& errors) {
+  policy.endpoint_picking = LbPolicy::EndpointPicking::kLeastRequest;
+  if (choice_count == nullptr) return;
+  auto field = errors.Scope(".choice_count");
+  if (choice_count->value() < LbPolicy::kDefaultChoiceCount) {
+    errors.Add("must be greater than or equal to 2");
+    return;
+  }
+  policy.choice_count = std::min(choice_count->value(), LbPolicy::kMaxChoiceCount);
+}
+
 void ParseLegacyLbPolicy(const Cluster& cluster, LbPolicy& policy, ValidationErrors& errors) {
   if (cluster.lb_policy() == Cluster::ROUND_ROBIN) {
     policy = LbPolicy{};  // weighted_target over round_robin
+    return;
+  }
+  if (cluster.lb_policy() == Cluster::LEAST_REQUEST) {
+    // A48: weighted_target over least_request, as ROUND_ROBIN is over
+    // round_robin; the config is optional.
+    policy = LbPolicy{};
+    const bool has_count = cluster.has_least_request_lb_config() &&
+                           cluster.least_request_lb_config().has_choice_count();
+    auto field = errors.Scope(".least_request_lb_config");
+    SetLeastRequest(has_count ? &cluster.least_request_lb_config().choice_count() : nullptr, policy,
+                    errors);
     return;
   }
   if (cluster.lb_policy() != Cluster::RING_HASH) {
@@ -364,6 +393,18 @@ std::optional<LbPolicy> ConvertLbPolicy(const envoy::config::cluster::v3::LoadBa
       result.weighted_locality = false;
       result.endpoint_picking = LbPolicy::EndpointPicking::kPickFirst;
       result.shuffle_address_list = config.shuffle_address_list();
+      return result;
+    }
+    if (extension.type == kLeastRequestType) {
+      // A48 through A52: bare, one least_request over every endpoint of a
+      // priority; inside wrr_locality, one per locality.
+      envoy::extensions::load_balancing_policies::least_request::v3::LeastRequest config;
+      if (!ParseProto(extension.serialized_value, config)) {
+        errors.Add("can't decode LeastRequest LB policy config");
+        return result;
+      }
+      result.weighted_locality = false;
+      SetLeastRequest(config.has_choice_count() ? &config.choice_count() : nullptr, result, errors);
       return result;
     }
     if (extension.type == kWrrLocalityType) {
