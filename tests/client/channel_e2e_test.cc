@@ -275,6 +275,42 @@ TEST_F(ChannelEndToEndTest, APickFirstClusterSendsEveryCallToOneEndpoint) {
   EXPECT_EQ(seen[addresses_[1]], 20);
 }
 
+// A48: LEAST_REQUEST sends calls away from the endpoint that has a call in
+// flight (a stream held open), and back to it once that call ends. The
+// unary calls below run one at a time, so the other two endpoints have
+// none in flight: drawing two of three, a call goes to the busy endpoint
+// only when both draws are it (about 33 of 300; round_robin: 100).
+TEST_F(ChannelEndToEndTest, ALeastRequestClusterSendsCallsAwayFromABusyEndpoint) {
+  ASSERT_TRUE(
+      cp_->SetResources(kLdsType, {{"svc", ApiListenerWithRoutes("svc", "*", {{"", "c"}})}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(kCdsType, {{"c", LeastRequestCluster("c", "s-c")}}, "1"));
+  ASSERT_TRUE(cp_->SetResources(
+      kEdsType, {{"s-c", EndpointsAt("s-c", {addresses_[0], addresses_[1], addresses_[2]})}}, "1"));
+  CreateChannel("xds:///svc");
+  CallOptions waiting;
+  waiting.wait_for_ready = true;
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(EventuallyAnsweredBy({addresses_[i]}, waiting));
+  std::unique_ptr<ClientStream> held =
+      RunOnControl<std::unique_ptr<ClientStream>>([&]() -> Task<std::unique_ptr<ClientStream>> {
+        auto stream = co_await channel_->StartStream(test_service::kFullDuplexCall, waiting);
+        co_return stream.ok() ? *std::move(stream) : nullptr;
+      });
+  ASSERT_NE(held, nullptr);
+  const std::string busy = held->peer();
+  std::map<std::string, int> counts = CountCalls(test_service::kEmptyCall, 300, waiting);
+  EXPECT_LT(counts[busy], 66) << ::testing::PrintToString(counts);
+  EXPECT_EQ(counts[addresses_[0]] + counts[addresses_[1]] + counts[addresses_[2]], 300);
+  const Status finished = RunOnControl<Status>([&]() -> Task<Status> {
+    (void)co_await held->WritesDone();
+    Status status = co_await held->Finish();
+    held.reset();
+    co_return status;
+  });
+  EXPECT_TRUE(finished.ok()) << finished.ToString();
+  counts = CountCalls(test_service::kEmptyCall, 300, waiting);
+  EXPECT_GT(counts[busy], 66) << ::testing::PrintToString(counts);
+}
+
 // A37: a LOGICAL_DNS cluster uses pick_first over every address of its
 // name, in order: the first refuses connections, calls go to the second.
 // When the connection in use closes, the name is resolved again and the

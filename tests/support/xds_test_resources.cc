@@ -238,6 +238,14 @@ ResponseResource PickFirstCluster(const std::string& name, const std::string& se
   return ResponseResource(kCdsType, cluster.SerializeAsString());
 }
 
+ResponseResource LeastRequestCluster(const std::string& name, const std::string& service_name,
+                                     uint32_t choice_count) {
+  envoy::config::cluster::v3::Cluster cluster = EdsCluster(name, service_name);
+  cluster.set_lb_policy(envoy::config::cluster::v3::Cluster::LEAST_REQUEST);
+  cluster.mutable_least_request_lb_config()->mutable_choice_count()->set_value(choice_count);
+  return ResponseResource(kCdsType, cluster.SerializeAsString());
+}
+
 ResponseResource LogicalDnsCluster(const std::string& name, const std::string& host, int port) {
   envoy::config::cluster::v3::Cluster cluster;
   cluster.set_name(name);

@@ -66,6 +66,9 @@ ResponseResource RingHashCluster(const std::string& name, const std::string& ser
 // An EDS cluster whose load_balancing_policy is pick_first (A62).
 ResponseResource PickFirstCluster(const std::string& name, const std::string& service_name,
                                   bool shuffle_address_list = false);
+// An EDS cluster with the LEAST_REQUEST LB policy (A48).
+ResponseResource LeastRequestCluster(const std::string& name, const std::string& service_name,
+                                     uint32_t choice_count = 2);
 // An EDS cluster whose load_balancing_policy is wrr_locality over
 // ring_hash (ring_hash_child) or round_robin.
 ResponseResource WrrLocalityCluster(const std::string& name, const std::string& service_name,
