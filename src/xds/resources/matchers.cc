@@ -6,16 +6,10 @@
 #include <charconv>
 #include <string>
 
+#include "xds/resources/ascii_case.h"
+
 namespace uxds {
 namespace {
-
-char AsciiLower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return AsciiLower(x) == AsciiLower(y);
-         });
-}
 
 // Case-insensitive (ASCII) substring search without copying either side:
 // a call's route matchers run on the call path, which allocates nothing.

@@ -1,7 +1,6 @@
 // RouteConfigResource: virtual host selection and the JSON summary.
-#include <cctype>
-
 #include "uxds/resources/route_config.h"
+#include "xds/resources/ascii_case.h"
 #include "xds/resources/resource_json.h"
 
 namespace uxds {
@@ -17,17 +16,6 @@ DomainMatchType MatchTypeOf(std::string_view pattern) {
   if (pattern.front() == '*') return DomainMatchType::kSuffix;
   if (pattern.back() == '*') return DomainMatchType::kPrefix;
   return DomainMatchType::kInvalid;
-}
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
-  }
-  return true;
 }
 
 bool DomainMatches(DomainMatchType type, std::string_view pattern, std::string_view host) {
