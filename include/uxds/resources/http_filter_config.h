@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "uxds/resources/fault_injection.h"
 #include "uxds/resources/rbac.h"
 
 namespace uxds {
@@ -18,6 +19,8 @@ struct HttpFilterConfig {
   // envoy.filters.http.rbac (A41): the policy to enforce; nullopt enforces
   // nothing (rules absent, action LOG, or an RBACPerRoute without rbac).
   std::optional<RbacPolicy> rbac = {};
+  // envoy.filters.http.fault (A33): what to inject (clients only).
+  std::optional<FaultInjectionConfig> fault = {};
   friend bool operator==(const HttpFilterConfig&, const HttpFilterConfig&) = default;
 };
 

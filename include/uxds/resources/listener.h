@@ -30,6 +30,8 @@ struct HttpConnectionManager {
     // envoy.filters.http.rbac (A41): the policy to enforce; nullopt enforces
     // nothing (no rules, or action LOG).
     std::optional<RbacPolicy> rbac = {};
+    // envoy.filters.http.fault (A33, clients only): what to inject.
+    std::optional<FaultInjectionConfig> fault = {};
     friend bool operator==(const HttpFilter&, const HttpFilter&) = default;
   };
 

@@ -60,6 +60,9 @@ struct RouteConfigResource {
     struct ClusterWeight {
       std::string name;
       uint32_t weight = 0;  // never 0: zero-weight entries are dropped
+      // A39: per-filter overrides for calls sent to this cluster (they win
+      // over the route's).
+      HttpFilterOverrides filter_overrides = {};
       friend bool operator==(const ClusterWeight&, const ClusterWeight&) = default;
     };
 

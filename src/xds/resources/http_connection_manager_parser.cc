@@ -59,7 +59,8 @@ void ParseHttpFilters(const hcm_v3::HttpConnectionManager& proto, bool is_client
     HttpFilterConfig config = type->parse_config(extension, errors);
     hcm.http_filters.push_back({.name = filter.name(),
                                 .config_type = std::move(config.config_type),
-                                .rbac = std::move(config.rbac)});
+                                .rbac = std::move(config.rbac),
+                                .fault = std::move(config.fault)});
   }
   if (errors.size() == errors_before && hcm.http_filters.empty()) {
     errors.Add("expected at least one HTTP filter");

@@ -5,6 +5,7 @@
 
 #include "envoy/config/route/v3/route_components.pb.h"
 #include "envoy/extensions/filters/http/router/v3/router.pb.h"
+#include "xds/resources/fault_filter.h"
 #include "xds/resources/field_parsers.h"
 #include "xds/resources/rbac_parser.h"
 
@@ -70,10 +71,20 @@ constexpr HttpFilterType kRbac{
     .parse_override = ParseRbacOverride,
 };
 
+// A33: the fault filter, on clients only; an override is an HTTPFault too.
+constexpr HttpFilterType kFault{
+    .config_type = kFaultConfigType,
+    .supported_on_clients = true,
+    .supported_on_servers = false,
+    .terminal = false,
+    .parse_config = ParseFaultFilterConfig,
+    .parse_override = ParseFaultFilterConfig,
+};
+
 // The filter an override of type `type` is for: its override type, or its
 // top-level type (which only some filters take as an override).
 const HttpFilterType* FindOverrideFilterType(std::string_view type) {
-  for (const HttpFilterType* filter : {&kRouter, &kRbac}) {
+  for (const HttpFilterType* filter : {&kRouter, &kRbac, &kFault}) {
     if (type == filter->config_type || type == filter->override_config_type) return filter;
   }
   return nullptr;
@@ -128,7 +139,7 @@ std::optional<HttpFilterConfig> ParseOverride(std::string_view name,
 }  // namespace
 
 const HttpFilterType* FindHttpFilterType(std::string_view type) {
-  for (const HttpFilterType* filter : {&kRouter, &kRbac}) {
+  for (const HttpFilterType* filter : {&kRouter, &kRbac, &kFault}) {
     if (type == filter->config_type) return filter;
   }
   return nullptr;

@@ -1,7 +1,8 @@
 // The xDS HTTP filters uxds knows (A39's filter registry): the router (a
 // terminal filter that only selects gRPC's built-in routing, on clients and
-// servers, without per-route overrides) and RBAC (A41: servers only, with
-// RBACPerRoute overrides). Any other filter type makes a Listener or
+// servers, without per-route overrides), RBAC (A41: servers only, with
+// RBACPerRoute overrides) and fault injection (A33: clients only, with
+// HTTPFault overrides). Any other filter type makes a Listener or
 // RouteConfiguration invalid unless it is marked optional.
 #pragma once
 

@@ -1,5 +1,6 @@
 // ListenerResource's JSON summary.
 #include "uxds/resources/listener.h"
+#include "xds/resources/fault_filter.h"
 #include "xds/resources/resource_json.h"
 #include "xds/resources/tls_context_parser.h"
 
@@ -18,6 +19,7 @@ ResourceJson HttpConnectionManagerJson(const HttpConnectionManager& hcm) {
   for (const auto& filter : hcm.http_filters) {
     ResourceJson entry = {{"name", filter.name}, {"type", filter.config_type}};
     if (filter.rbac.has_value()) entry["rbac"] = ResourceJson::parse(filter.rbac->ToJson());
+    if (filter.fault.has_value()) entry["fault"] = FaultInjectionJson(*filter.fault);
     filters.push_back(std::move(entry));
   }
   json["http_filters"] = std::move(filters);

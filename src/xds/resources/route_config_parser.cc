@@ -139,13 +139,13 @@ Route::RouteAction::WeightedClusters ParseWeightedClusters(const route_v3::Weigh
   for (int i = 0; i < proto.clusters_size(); ++i) {
     auto field = errors.Scope(".clusters[" + std::to_string(i) + "]");
     const auto& entry = proto.clusters(i);
-    {
-      // A39: a cluster's overrides matter only to client filters, and uxds
-      // has none that takes one: checked, not kept.
-      auto config_field = errors.Scope(".typed_per_filter_config");
-      ParseTypedPerFilterConfig(entry.typed_per_filter_config(), errors);
-    }
     Route::ClusterWeight cluster;
+    {
+      // A39: the overrides of calls the route sends to this cluster (the
+      // fault filter's, A33).
+      auto config_field = errors.Scope(".typed_per_filter_config");
+      cluster.filter_overrides = ParseTypedPerFilterConfig(entry.typed_per_filter_config(), errors);
+    }
     cluster.name = entry.name();
     if (cluster.name.empty()) {
       auto name_field = errors.Scope(".name");

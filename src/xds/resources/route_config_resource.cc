@@ -1,6 +1,7 @@
 // RouteConfigResource: virtual host selection and the JSON summary.
 #include "uxds/resources/route_config.h"
 #include "xds/resources/ascii_case.h"
+#include "xds/resources/fault_filter.h"
 #include "xds/resources/resource_json.h"
 
 namespace uxds {
@@ -74,13 +75,14 @@ ResourceJson HashPolicyJson(const RouteConfigResource::HashPolicy& policy) {
   return json;
 }
 
-// {"<filter name>": {"type": ..., "rbac": {...} or null}}.
+// {"<filter name>": {"type": ..., "rbac": {...} or null, "fault": {...} if any}}.
 ResourceJson FilterOverridesJson(const HttpFilterOverrides& overrides) {
   ResourceJson json = ResourceJson::object();
   for (const auto& [name, config] : overrides) {
     json[name] = {{"type", config.config_type},
                   {"rbac", config.rbac.has_value() ? ResourceJson::parse(config.rbac->ToJson())
                                                    : ResourceJson()}};
+    if (config.fault.has_value()) json[name]["fault"] = FaultInjectionJson(*config.fault);
   }
   return json;
 }
@@ -106,7 +108,11 @@ ResourceJson RouteJson(const RouteConfigResource::Route& route) {
       ResourceJson clusters = ResourceJson::array();
       for (const auto& cluster :
            std::get<Route::RouteAction::WeightedClusters>(route_action->cluster).clusters) {
-        clusters.push_back({{"name", cluster.name}, {"weight", cluster.weight}});
+        ResourceJson entry = {{"name", cluster.name}, {"weight", cluster.weight}};
+        if (!cluster.filter_overrides.empty()) {
+          entry["filter_overrides"] = FilterOverridesJson(cluster.filter_overrides);
+        }
+        clusters.push_back(std::move(entry));
       }
       action["weighted_clusters"] = std::move(clusters);
     }
