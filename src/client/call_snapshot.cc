@@ -22,6 +22,7 @@ const SnapshotCluster* RouteCall(const CallSnapshot& snapshot, CallRequest& requ
   }
   const std::shared_ptr<const CompiledRoutes>& routes = snapshot.routes;
   std::optional<Loop::Clock::time_point> stream_deadline;  // A31: a routed call's
+  bool faults_decided = false;                             // A33: a routed call's
   if (routes == nullptr) {
     // No config (yet, or after an A74 error): every call waits for one
     // (gRPC queues them while the resolver has not returned), a routed
@@ -43,6 +44,7 @@ const SnapshotCluster* RouteCall(const CallSnapshot& snapshot, CallRequest& requ
       route->pinned.reset();
     } else {
       stream_deadline = route->stream_deadline;
+      faults_decided = route->faults_decided;
       route.reset();
     }
   }
@@ -61,13 +63,21 @@ const SnapshotCluster* RouteCall(const CallSnapshot& snapshot, CallRequest& requ
     }
     route.emplace(CallRoute{routes->generation(), choice.cluster,
                             snapshot.clusters[choice.cluster].id, choice.hash, nullptr,
-                            stream_deadline});
+                            stream_deadline, faults_decided || choice.faults != nullptr});
     // A31: the route caps the call's duration from now (its config
     // selection); the application's deadline still holds if earlier.
     if (!stream_deadline.has_value() && choice.max_stream_duration.count() > 0) [[unlikely]] {
       route->stream_deadline =
           Loop::Clock::now() +
           std::chrono::duration_cast<Loop::Clock::duration>(choice.max_stream_duration);
+    }
+    // A33: the fault filters act once per call, when it is first routed,
+    // before its pick (gRPC's filter runs before the LB pick).
+    if (choice.faults != nullptr && !faults_decided) [[unlikely]] {
+      if (std::optional<InjectedFault> fault = DecideFaults(*choice.faults, request.metadata())) {
+        miss = PickMiss{Next::kFault, Status(), Waiting::kConfig, std::move(fault)};
+        return nullptr;
+      }
     }
   }
   const SnapshotCluster& cluster = snapshot.clusters[route->cluster];
@@ -146,6 +156,14 @@ Task<StatusOr<PickedEndpoint>> CallPicker::PickAfterMiss(
   // A31: once routed, the route's max_stream_duration may end it sooner.
   auto call_deadline = [&] { return route.has_value() ? route->Deadline(deadline) : deadline; };
   while (true) {
+    if (miss.next == Next::kFault) [[unlikely]] {
+      const Status injected = co_await InjectFault(*miss.fault, call_deadline());
+      miss.fault.reset();  // A33: the fault is over (delayed, or aborted now)
+      if (!injected.ok()) co_return injected;
+      PickedEndpoint picked;
+      if (PickNow(request, route, picked, miss)) co_return picked;
+      continue;
+    }
     if (miss.next == Next::kFail) co_return miss.status;
     if (miss.next == Next::kWaitOrFail) {
       // gRPC: without wait_for_ready a call with nothing to go to fails.
@@ -175,6 +193,27 @@ Task<StatusOr<PickedEndpoint>> CallPicker::PickAfterMiss(
     PickedEndpoint picked;
     if (PickNow(request, route, picked, miss)) co_return picked;
   }
+}
+
+Task<Status> CallPicker::InjectFault(const InjectedFault& fault,
+                                     std::optional<Loop::Clock::time_point> deadline) {
+  if (fault.delay().count() > 0) {
+    // A33: "injecting delay before sending any traffic for an RPC". The
+    // wait is the channel's (a shutdown ends it); a config change wakes it
+    // early, so it waits again until the delay is over.
+    const Loop::Clock::time_point delay_end =
+        Loop::Clock::now() + std::chrono::duration_cast<Loop::Clock::duration>(fault.delay());
+    while (Loop::Clock::now() < delay_end) {
+      if (Closing()) co_return UnavailableError("channel shut down");
+      if (deadline.has_value() && Loop::Clock::now() >= *deadline) break;
+      (void)co_await WaitForChange(deadline.has_value() ? std::min(*deadline, delay_end)
+                                                        : delay_end);
+    }
+    if (deadline.has_value() && Loop::Clock::now() >= *deadline) {
+      co_return DeadlineExceededError("deadline exceeded during the injected delay");
+    }
+  }
+  co_return fault.abort();
 }
 
 Task<bool> WaitForWake(Loop& loop, std::vector<Event*>& waiters,

@@ -80,6 +80,9 @@ struct CallRoute {
   // A31: when the route's max_stream_duration, counted from the call's
   // first routing, ends (kept when the call is routed again).
   std::optional<Loop::Clock::time_point> stream_deadline;
+  // A33: the call's faults were decided (at its first routing; a call
+  // routed again is not faulted again).
+  bool faults_decided = false;
   // The call's deadline: the application's, or the route's when earlier.
   std::optional<Loop::Clock::time_point> Deadline(
       std::optional<Loop::Clock::time_point> application) const {
@@ -97,11 +100,15 @@ struct PickMiss {
     kFail,        // the call fails with `status`
     kWaitOrFail,  // gRPC: fails with `status`, or waits for ready
     kWait,        // queued: waits for a change whatever wait_for_ready
+    kFault,       // A33: `fault` delays and/or aborts the call before its pick
   };
   Next next = Next::kFail;
   Status status;
   // kWait: what the call waits for, which its deadline's message says.
   enum class Waiting : uint8_t { kConfig, kResolving, kEndpoint } waiting = Waiting::kConfig;
+  // kFault: what to inject (it holds the call's place among the process's
+  // active faults until the call is done with it).
+  std::optional<InjectedFault> fault = std::nullopt;
 };
 
 // Routes the call by `snapshot` (once: a call keeps its cluster while new
@@ -194,12 +201,20 @@ class CallPicker {
   virtual std::string WaitingForConfig() const = 0;
   // The last failure of the cluster `route` names (OK if none known).
   virtual Status ClusterFailure(const CallRoute& route) const = 0;
+  // The channel is shutting down (its waits return at once).
+  virtual bool Closing() const = 0;
   // After PickNow() missed with `miss`: fails the call, or waits where
   // gRPC queues the pick (within the deadline) and picks again each time
   // the config or a picker changes. Unary and streaming calls alike.
   Task<StatusOr<PickedEndpoint>> PickAfterMiss(CallRequest& request, bool wait_for_ready,
                                                std::optional<Loop::Clock::time_point> deadline,
                                                std::optional<CallRoute>& route, PickMiss miss);
+
+ private:
+  // A33: waits out the injected delay (within the call's deadline), then
+  // the abort's status if any; OK to go on to the pick.
+  Task<Status> InjectFault(const InjectedFault& fault,
+                           std::optional<Loop::Clock::time_point> deadline);
 };
 
 // Waits, on `loop`, until woken through `waiters` (an Event the waker

@@ -74,6 +74,14 @@ std::optional<std::chrono::nanoseconds> HcmMaxStreamDuration(const XdsConfig& co
   return api->http_connection_manager.http_max_stream_duration;
 }
 
+// A39: the HttpConnectionManager's filters (the fault filters apply, A33).
+std::span<const HttpConnectionManager::HttpFilter> HttpFiltersOf(const XdsConfig& config) {
+  if (config.listener == nullptr) return {};
+  const auto* api = std::get_if<ListenerResource::ApiListener>(&config.listener->listener);
+  if (api == nullptr) return {};
+  return api->http_connection_manager.http_filters;
+}
+
 }  // namespace
 
 Channel::Impl::ClusterState& Channel::Impl::StateOf(const std::string& name) {
@@ -113,7 +121,8 @@ void Channel::Impl::OnConfig(StatusOr<std::shared_ptr<const XdsConfig>> update) 
   std::erase_if(clusters, [&](const auto& entry) { return !used.contains(entry.first); });
   // Calls route by the new routes from now on (an unchanged route table is
   // compiled again too: compiling is cheap beside a config).
-  routes = CompiledRoutes::Compile(*config->virtual_host, HcmMaxStreamDuration(*config));
+  routes = CompiledRoutes::Compile(*config->virtual_host, HcmMaxStreamDuration(*config),
+                                   HttpFiltersOf(*config));
   LinkRoutes();
   WakeWaiters();
 }

@@ -182,6 +182,7 @@ struct Channel::Impl final : client_internal::CallPicker {
   bool PickIn(const client_internal::CallSnapshot& snapshot, client_internal::CallRequest& request,
               std::optional<CallRoute>& route, PickedEndpoint& picked, PickMiss& miss);
   Task<bool> WaitForChange(std::optional<Loop::Clock::time_point> deadline) override;
+  bool Closing() const override { return shutdown.started(); }
   Status ClusterFailure(const CallRoute& route) const override;
   // The routes every new call is routed by: the config's virtual host
   // compiled, or a host:port target's one cluster; null while there is no

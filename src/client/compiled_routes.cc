@@ -141,9 +141,44 @@ bool CompiledRoutes::OthersMatch(const Route& route, CallRequest& request,
          ThreadRandom() % 1'000'000u < *route.fraction_per_million;
 }
 
+namespace {
+
+// A39: a filter's config for calls on `route` to `cluster`: the most
+// specific override (the weighted cluster's, the route's, the virtual
+// host's), else the filter's own.
+const FaultInjectionConfig& EffectiveFault(const HttpConnectionManager::HttpFilter& filter,
+                                           const RouteConfigResource::VirtualHost& virtual_host,
+                                           const RouteConfigResource::Route& route,
+                                           const HttpFilterOverrides* cluster) {
+  for (const HttpFilterOverrides* overrides :
+       {cluster, &route.filter_overrides, &virtual_host.filter_overrides}) {
+    if (overrides == nullptr) continue;
+    auto it = overrides->find(filter.name);
+    if (it != overrides->end() && it->second.fault.has_value()) return *it->second.fault;
+  }
+  return *filter.fault;
+}
+
+std::vector<FaultPolicy> FaultPolicies(std::span<const HttpConnectionManager::HttpFilter> filters,
+                                       const RouteConfigResource::VirtualHost& virtual_host,
+                                       const RouteConfigResource::Route& route,
+                                       const HttpFilterOverrides* cluster) {
+  std::vector<FaultPolicy> policies;
+  for (const auto& filter : filters) {
+    if (!filter.fault.has_value()) continue;
+    policies.push_back(FaultPolicy::Of(EffectiveFault(filter, virtual_host, route, cluster)));
+  }
+  return policies;
+}
+
+}  // namespace
+
 std::shared_ptr<const CompiledRoutes> CompiledRoutes::Compile(
     const RouteConfigResource::VirtualHost& virtual_host,
-    std::optional<std::chrono::nanoseconds> default_max_stream_duration) {
+    std::optional<std::chrono::nanoseconds> default_max_stream_duration,
+    std::span<const HttpConnectionManager::HttpFilter> filters) {
+  const bool has_faults = std::any_of(filters.begin(), filters.end(),
+                                      [](const auto& f) { return f.fault.has_value(); });
   using RouteAction = RouteConfigResource::Route::RouteAction;
   auto compiled = std::make_shared<CompiledRoutes>();
   compiled->routes_.reserve(virtual_host.routes.size());
@@ -185,6 +220,7 @@ std::shared_ptr<const CompiledRoutes> CompiledRoutes::Compile(
     }
     if (const auto* one = std::get_if<RouteAction::ClusterName>(&action->cluster)) {
       route.clusters.push_back(compiled->ClusterIndex(one->name));
+      if (has_faults) route.faults.push_back(FaultPolicies(filters, virtual_host, source, nullptr));
     } else {
       uint64_t sum = 0;
       for (const auto& weighted :
@@ -193,6 +229,10 @@ std::shared_ptr<const CompiledRoutes> CompiledRoutes::Compile(
         sum += weighted.weight;
         route.clusters.push_back(compiled->ClusterIndex(weighted.name));
         route.weight_sums.push_back(sum);
+        if (has_faults) {
+          route.faults.push_back(
+              FaultPolicies(filters, virtual_host, source, &weighted.filter_overrides));
+        }
       }
       // The parser drops zero weights and refuses an empty list; a route
       // left with nothing to draw from forwards nowhere rather than divide
@@ -341,7 +381,7 @@ std::optional<uint64_t> CompiledRoutes::Hash(const Route& route, CallRequest& re
 CompiledRoutes::Outcome CompiledRoutes::Choose(CallRequest& request, uint64_t channel_id,
                                                Choice& choice) const {
   if (direct_) {
-    choice = Choice{0, ThreadRandom(), {}};
+    choice = Choice{0, ThreadRandom(), {}, nullptr};
     return Outcome::kRouted;
   }
   request.ForgetValues();
@@ -368,15 +408,18 @@ CompiledRoutes::Outcome CompiledRoutes::Choose(CallRequest& request, uint64_t ch
   }
   if (matched == nullptr) return Outcome::kNoRoute;
   if (!matched->forwards) return Outcome::kNotForwarding;
-  if (matched->weight_sums.empty()) {
-    choice.cluster = matched->clusters.front();
-  } else {
+  size_t at = 0;
+  if (!matched->weight_sums.empty()) {
     // A28: each cluster gets a share of the draws proportional to its weight.
     const uint64_t point = ThreadRandom() % matched->weight_sums.back();
-    const size_t at = static_cast<size_t>(
+    at = static_cast<size_t>(
         std::upper_bound(matched->weight_sums.begin(), matched->weight_sums.end(), point) -
         matched->weight_sums.begin());
-    choice.cluster = matched->clusters[at];
+  }
+  choice.cluster = matched->clusters[at];
+  // A33: the faults of the route and cluster, when the filters have any.
+  if (!matched->faults.empty()) [[unlikely]] {
+    choice.faults = matched->faults[at].empty() ? nullptr : &matched->faults[at];
   }
   std::optional<uint64_t> hash = Hash(*matched, request, channel_id);
   choice.hash = hash.has_value() ? *hash : ThreadRandom();

@@ -22,7 +22,9 @@
 #include <vector>
 
 #include "client/call_request.h"
+#include "client/fault_injection.h"
 #include "uxds/channel.h"
+#include "uxds/resources/listener.h"
 #include "uxds/resources/route_config.h"
 
 namespace uxds::client_internal {
@@ -30,10 +32,12 @@ namespace uxds::client_internal {
 class CompiledRoutes {
  public:
   // The routes of an xDS virtual host. `default_max_stream_duration`: the
-  // HttpConnectionManager's (A31), for routes that set none.
+  // HttpConnectionManager's (A31), for routes that set none; `filters`: its
+  // HTTP filters (A39), of which the fault filters (A33) apply to calls.
   static std::shared_ptr<const CompiledRoutes> Compile(
       const RouteConfigResource::VirtualHost& virtual_host,
-      std::optional<std::chrono::nanoseconds> default_max_stream_duration = std::nullopt);
+      std::optional<std::chrono::nanoseconds> default_max_stream_duration = std::nullopt,
+      std::span<const HttpConnectionManager::HttpFilter> filters = {});
   // A host:port channel: every call goes to its one cluster, `cluster`.
   static std::shared_ptr<const CompiledRoutes> Direct(std::string cluster);
 
@@ -43,6 +47,9 @@ class CompiledRoutes {
     uint64_t hash = 0;
     // A31: the route's limit on the call's duration (0: none).
     std::chrono::nanoseconds max_stream_duration{0};
+    // A33: the fault filters' configs for this route and cluster, in filter
+    // order (null: no fault filter).
+    const std::vector<FaultPolicy>* faults = nullptr;
   };
   enum class Outcome : uint8_t {
     kRouted,
@@ -114,6 +121,9 @@ class CompiledRoutes {
     std::vector<uint64_t> weight_sums;
     std::vector<HashPolicy> hash_policies;
     std::chrono::nanoseconds max_stream_duration{0};  // A31 (0: none)
+    // A33: per entry of `clusters`, its fault policies (empty when the
+    // HttpConnectionManager has no fault filter).
+    std::vector<std::vector<FaultPolicy>> faults;
   };
 
   // A run of routes told apart by one header's exact value (a service's

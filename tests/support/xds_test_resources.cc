@@ -157,6 +157,19 @@ ResponseResource ApiListenerWithRouteConfig(
   return ListenerWith(name, hcm);
 }
 
+ResponseResource ApiListenerWithFaultFilter(
+    const std::string& name, const envoy::config::route::v3::RouteConfiguration& config,
+    const std::string& fault) {
+  HttpConnectionManager hcm;
+  *hcm.mutable_route_config() = config;
+  auto* filter = hcm.add_http_filters();
+  filter->set_name("fault");
+  filter->mutable_typed_config()->set_type_url(
+      "type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault");
+  filter->mutable_typed_config()->set_value(fault);
+  return ListenerWith(name, hcm);
+}
+
 ResponseResource RouteConfig(const std::string& name, const std::string& domain,
                              const std::vector<TestRoute>& routes) {
   envoy::config::route::v3::RouteConfiguration config;

@@ -57,6 +57,12 @@ ResponseResource ApiListenerWithRoutes(const std::string& name, const std::strin
 ResponseResource ApiListenerWithRouteConfig(
     const std::string& name, const envoy::config::route::v3::RouteConfiguration& config,
     std::optional<std::chrono::milliseconds> max_stream_duration = std::nullopt);
+// The same with the HTTP fault filter (A33) named "fault", configured by
+// `fault` (a serialized envoy.extensions.filters.http.fault.v3.HTTPFault),
+// before the router.
+ResponseResource ApiListenerWithFaultFilter(
+    const std::string& name, const envoy::config::route::v3::RouteConfiguration& config,
+    const std::string& fault);
 // A RouteConfiguration with one virtual host for `domain`.
 ResponseResource RouteConfig(const std::string& name, const std::string& domain,
                              const std::vector<TestRoute>& routes);
