@@ -120,7 +120,10 @@ FaultPolicy FaultPolicy::Of(const FaultInjectionConfig& config) {
   if (config.delay.has_value()) {
     const auto& delay = *config.delay;
     policy.delay_from_headers = delay.from_headers;
-    policy.delay = delay.fixed_delay;
+    // The parser saturates durations past 292 years: a delay that long
+    // would overflow the clock when added to now; 100 years is as long.
+    constexpr auto kLongest = std::chrono::hours(24 * 365 * 100);
+    policy.delay = std::min<std::chrono::nanoseconds>(delay.fixed_delay, kLongest);
     policy.delay_percentage = delay.percentage;
   }
   if (config.max_active_faults.has_value()) policy.max_active_faults = *config.max_active_faults;

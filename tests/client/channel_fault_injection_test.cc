@@ -152,6 +152,22 @@ TEST_F(ChannelFaultInjectionTest, ADelayHoldsTheCallBeforeItIsSent) {
   EXPECT_GE(second_start - start, milliseconds(300));
   const Status late = FirstStatus(test_service::kEmptyCall, Waiting(milliseconds(100)));
   EXPECT_EQ(late.code(), StatusCode::kDeadlineExceeded) << late.ToString();
+  // The longest delay a Duration holds (10000 years, past the clock's
+  // range) waits as long as the deadline lets it, like any other.
+  HTTPFault longest;
+  longest.mutable_delay()->mutable_fixed_delay()->set_seconds(315576000000);
+  longest.mutable_delay()->mutable_percentage()->set_numerator(100);
+  Serve(TwoRoutes(), longest);
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return FirstStatus(test_service::kEmptyCall, Waiting(milliseconds(100))).code() ==
+               StatusCode::kDeadlineExceeded;
+      },
+      seconds(10)));
+  const auto long_start = std::chrono::steady_clock::now();
+  EXPECT_EQ(FirstStatus(test_service::kEmptyCall, Waiting(milliseconds(200))).code(),
+            StatusCode::kDeadlineExceeded);
+  EXPECT_GE(std::chrono::steady_clock::now() - long_start, milliseconds(200));
 }
 
 // header_abort / header_delay: the request's x-envoy-fault-* headers say
