@@ -203,8 +203,14 @@ Task<Status> CallPicker::InjectFault(const InjectedFault& fault,
     // early, so it waits again until the delay is over.
     const Loop::Clock::time_point delay_end =
         Loop::Clock::now() + std::chrono::duration_cast<Loop::Clock::duration>(fault.delay());
+    // A cancelled call's waits end at once from then on: it must stop
+    // here rather than wait again.
+    const CancelState* cancel = co_await CurrentCancelState();
     while (Loop::Clock::now() < delay_end) {
       if (Closing()) co_return UnavailableError("channel shut down");
+      if (cancel != nullptr && cancel->cancelled()) {
+        co_return CancelledError("call cancelled during the injected delay");
+      }
       if (deadline.has_value() && Loop::Clock::now() >= *deadline) break;
       (void)co_await WaitForChange(deadline.has_value() ? std::min(*deadline, delay_end)
                                                         : delay_end);

@@ -12,9 +12,13 @@
 namespace uxds::client_internal {
 namespace {
 
-// A33: "a global counter (gauge)" of the process's active faults. Written
-// only by calls that inject a fault.
+// A33: "a global counter (gauge)" of the process's active faults: the
+// calls "injected by one or more faults". Written only by such calls.
 std::atomic<uint32_t> g_active_faults{0};
+
+// The parser saturates durations past 292 years: a delay that long would
+// overflow the clock when added to now; 100 years is as long.
+constexpr std::chrono::nanoseconds kLongestDelay = std::chrono::hours(24 * 365 * 100);
 
 // The headers A33 lets a request use when the config says header_abort /
 // header_delay. gRPC C++ reads the abort percentage from
@@ -120,10 +124,7 @@ FaultPolicy FaultPolicy::Of(const FaultInjectionConfig& config) {
   if (config.delay.has_value()) {
     const auto& delay = *config.delay;
     policy.delay_from_headers = delay.from_headers;
-    // The parser saturates durations past 292 years: a delay that long
-    // would overflow the clock when added to now; 100 years is as long.
-    constexpr auto kLongest = std::chrono::hours(24 * 365 * 100);
-    policy.delay = std::min<std::chrono::nanoseconds>(delay.fixed_delay, kLongest);
+    policy.delay = std::min(delay.fixed_delay, kLongestDelay);
     policy.delay_percentage = delay.percentage;
   }
   if (config.max_active_faults.has_value()) policy.max_active_faults = *config.max_active_faults;
@@ -164,11 +165,18 @@ std::optional<InjectedFault> DecideFaults(std::span<const FaultPolicy> policies,
     const bool delays = policy.delay.count() > 0 && Draw(policy.delay_percentage);
     const bool aborts = policy.abort_code != StatusCode::kOk && Draw(policy.abort_percentage);
     if (!delays && !aborts) continue;
-    // A33: no fault while max_active_faults are active in the process.
-    if (g_active_faults.load(std::memory_order_relaxed) >= policy.max_active_faults) continue;
-    g_active_faults.fetch_add(1, std::memory_order_relaxed);
-    ++active;
-    if (delays) delay += policy.delay;
+    // A33: no fault while max_active_faults calls (other than this one)
+    // are faulted in the process. A call counts once, however many of its
+    // filters inject.
+    if (g_active_faults.load(std::memory_order_relaxed) - active >= policy.max_active_faults) {
+      continue;
+    }
+    if (active == 0) {
+      g_active_faults.fetch_add(1, std::memory_order_relaxed);
+      active = 1;
+    }
+    // The filters' delays add up (each is at most kLongestDelay).
+    if (delays) delay = std::min(delay + policy.delay, kLongestDelay);
     if (aborts) {
       // The call ends here: later filters never see it.
       abort = Status(policy.abort_code, "Fault injected");

@@ -47,7 +47,7 @@ class InjectedFault {
  private:
   std::chrono::nanoseconds delay_;
   Status abort_;
-  uint32_t active_;  // the faults counted in the process's gauge
+  uint32_t active_;  // 1 while counted in the process's gauge, else 0
 };
 
 // A33: rolls each filter's dice (each with its own draw), reading the

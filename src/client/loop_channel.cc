@@ -170,6 +170,13 @@ Task<bool> LoopChannel::Impl::WaitForChange(std::optional<Loop::Clock::time_poin
   co_return in_time;
 }
 
+bool LoopChannel::Impl::Closing() const {
+  if (closing) return true;
+  PickScope scope(shared->snapshots);
+  const auto* snapshot = static_cast<const CallSnapshot*>(scope.picker());
+  return snapshot != nullptr && snapshot->closed;
+}
+
 std::string LoopChannel::Impl::WaitingForConfig() const {
   PickScope scope(shared->snapshots);
   const auto* snapshot = static_cast<const CallSnapshot*>(scope.picker());

@@ -108,7 +108,8 @@ struct LoopChannel::Impl final : client_internal::CallPicker,
               std::optional<client_internal::CallRoute>& route,
               client_internal::PickedEndpoint& picked, client_internal::PickMiss& miss);
   Task<bool> WaitForChange(std::optional<Loop::Clock::time_point> deadline) override;
-  bool Closing() const override { return closing; }
+  // This handle, or the channel (its snapshot is closed).
+  bool Closing() const override;
   std::string WaitingForConfig() const override;
   Status ClusterFailure(const client_internal::CallRoute& route) const override;
 

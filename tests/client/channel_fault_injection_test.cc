@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <functional>
+#include <future>
 #include <map>
 #include <string>
 #include <thread>
@@ -37,8 +38,9 @@ HTTPFault AbortWithGrpcStatus(uint32_t code, uint32_t percent = 100) {
 
 HTTPFault DelayOf(milliseconds delay, uint32_t percent = 100) {
   HTTPFault fault;
+  fault.mutable_delay()->mutable_fixed_delay()->set_seconds(delay.count() / 1000);
   fault.mutable_delay()->mutable_fixed_delay()->set_nanos(
-      static_cast<int32_t>(delay.count() * 1000000));
+      static_cast<int32_t>(delay.count() % 1000 * 1000000));
   fault.mutable_delay()->mutable_percentage()->set_numerator(percent);
   return fault;
 }
@@ -158,12 +160,13 @@ TEST_F(ChannelFaultInjectionTest, ADelayHoldsTheCallBeforeItIsSent) {
   longest.mutable_delay()->mutable_fixed_delay()->set_seconds(315576000000);
   longest.mutable_delay()->mutable_percentage()->set_numerator(100);
   Serve(TwoRoutes(), longest);
+  // (1 s is time enough for the 300 ms delay: the new config fails it.)
   ASSERT_TRUE(Eventually(
       [&] {
-        return FirstStatus(test_service::kEmptyCall, Waiting(milliseconds(100))).code() ==
+        return FirstStatus(test_service::kEmptyCall, Waiting(milliseconds(1000))).code() ==
                StatusCode::kDeadlineExceeded;
       },
-      seconds(10)));
+      seconds(20)));
   const auto long_start = std::chrono::steady_clock::now();
   EXPECT_EQ(FirstStatus(test_service::kEmptyCall, Waiting(milliseconds(200))).code(),
             StatusCode::kDeadlineExceeded);
@@ -226,7 +229,7 @@ TEST_F(ChannelFaultInjectionTest, APercentageAbortsThatShareOfCalls) {
 
 // max_active_faults: while one call is delayed, the next is not faulted.
 TEST_F(ChannelFaultInjectionTest, MaxActiveFaultsLeavesCallsAlonePastTheLimit) {
-  HTTPFault fault = DelayOf(milliseconds(900));
+  HTTPFault fault = DelayOf(milliseconds(3000));
   fault.mutable_abort()->set_grpc_status(static_cast<uint32_t>(StatusCode::kAborted));
   fault.mutable_abort()->mutable_percentage()->set_numerator(100);
   fault.mutable_max_active_faults()->set_value(1);
@@ -241,6 +244,56 @@ TEST_F(ChannelFaultInjectionTest, MaxActiveFaultsLeavesCallsAlonePastTheLimit) {
   // One fault active: this call goes through untouched.
   EXPECT_TRUE(FirstStatus(test_service::kEmptyCall).ok());
   delayed.join();
+  EXPECT_EQ(client_internal::ActiveFaults(), 0u);
+}
+
+Task<void> CallInto(Channel& channel, std::promise<Status>& ended) {
+  CallOptions options;
+  options.timeout = seconds(60);
+  StatusOr<UnaryResponse> reply = co_await channel.UnaryCall(test_service::kEmptyCall, "", options);
+  ended.set_value(reply.status());
+}
+
+// A call cancelled during its delay ends there, CANCELLED, and its fault
+// leaves the gauge.
+TEST_F(ChannelFaultInjectionTest, ACallCancelledDuringItsDelayEndsThere) {
+  Serve(TwoRoutes(), DelayOf(milliseconds(30000)));
+  CreateChannel("xds:///svc");
+  std::promise<Status> ended;
+  auto calls = RunOnControl<std::shared_ptr<TaskGroup>>([&]() -> Task<std::shared_ptr<TaskGroup>> {
+    auto group = std::make_shared<TaskGroup>(control_->loop());
+    group->Spawn(CallInto(*channel_, ended));
+    co_return group;
+  });
+  ASSERT_TRUE(Eventually([] { return client_internal::ActiveFaults() == 1; }, seconds(10)));
+  const auto start = std::chrono::steady_clock::now();
+  RunOnControl<bool>([&]() -> Task<bool> {
+    co_await calls->CancelAndJoin();
+    calls.reset();  // on its loop, joined
+    co_return true;
+  });
+  // Far sooner than the 30 s delay.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(10));
+  std::future<Status> status = ended.get_future();
+  ASSERT_EQ(status.wait_for(seconds(0)), std::future_status::ready);
+  EXPECT_EQ(status.get().code(), StatusCode::kCancelled);
+  EXPECT_EQ(client_internal::ActiveFaults(), 0u);
+}
+
+// The channel's Shutdown() ends a call waiting out its delay.
+TEST_F(ChannelFaultInjectionTest, ShutdownEndsACallDuringItsDelay) {
+  Serve(TwoRoutes(), DelayOf(milliseconds(30000)));
+  CreateChannel("xds:///svc");
+  std::promise<Status> ended;
+  control_->RunSync([&] { control_->loop().Spawn(CallInto(*channel_, ended)); });
+  ASSERT_TRUE(Eventually([] { return client_internal::ActiveFaults() == 1; }, seconds(10)));
+  RunOnControl<bool>([&]() -> Task<bool> {
+    co_await channel_->Shutdown();
+    co_return true;
+  });
+  std::future<Status> status = ended.get_future();
+  ASSERT_EQ(status.wait_for(seconds(10)), std::future_status::ready);
+  EXPECT_EQ(status.get().code(), StatusCode::kUnavailable);
   EXPECT_EQ(client_internal::ActiveFaults(), 0u);
 }
 
