@@ -6,6 +6,7 @@
 #include <array>
 #include <atomic>
 #include <set>
+#include <unordered_map>
 
 namespace uxds {
 
@@ -66,13 +67,6 @@ std::unique_ptr<RoundRobinPolicy> RoundRobinPolicy::LeastRequest(SubchannelPool&
       new RoundRobinPolicy(pool, std::move(reporter), std::clamp(choice_count, 2u, 10u)));
 }
 
-std::shared_ptr<CallCounter> RoundRobinPolicy::OutstandingOf(const Subchannel* s) const {
-  for (const Endpoint& e : endpoints_) {
-    if (e.subchannel.get() == s) return e.outstanding;
-  }
-  return CallCounter::Create();
-}
-
 RoundRobinPolicy::~RoundRobinPolicy() { DetachAll(); }
 
 void RoundRobinPolicy::DetachAll() {
@@ -81,6 +75,11 @@ void RoundRobinPolicy::DetachAll() {
 }
 
 void RoundRobinPolicy::Update(const LocalityList& localities) {
+  // A48: an endpoint that stays keeps its count (its calls in flight).
+  std::unordered_map<const Subchannel*, std::shared_ptr<CallCounter>> counts;
+  if (least_request_choice_count_ != 0) {
+    for (const Endpoint& e : endpoints_) counts.emplace(e.subchannel.get(), e.outstanding);
+  }
   std::vector<Endpoint> next;
   std::set<std::string> seen;
   for (const WeightedLocality& locality : localities) {
@@ -88,9 +87,10 @@ void RoundRobinPolicy::Update(const LocalityList& localities) {
       // A48 as round_robin: an address listed twice is one endpoint.
       if (!seen.insert(e.address.ToString()).second) continue;
       next.push_back(Endpoint{pool_.Get(e.address, e.tls), -1, nullptr});
-      // A48: an endpoint that stays keeps its count (its calls in flight).
       if (least_request_choice_count_ != 0) {
-        next.back().outstanding = OutstandingOf(next.back().subchannel.get());
+        std::shared_ptr<CallCounter>& count = counts[next.back().subchannel.get()];
+        if (count == nullptr) count = CallCounter::Create();
+        next.back().outstanding = count;
       }
     }
   }

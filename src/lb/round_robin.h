@@ -33,7 +33,6 @@ class RoundRobinPolicy final : public LbPolicy {
     std::shared_ptr<CallCounter> outstanding;
   };
   RoundRobinPolicy(SubchannelPool& pool, Reporter reporter, uint32_t least_request_choice_count);
-  std::shared_ptr<CallCounter> OutstandingOf(const Subchannel* s) const;
   std::shared_ptr<const Picker> ReadyPicker() const;
   void DetachAll();
   void OnEndpointStateChange(Subchannel* s, ConnectivityState state, const Status& status);

@@ -95,7 +95,10 @@ class ClusterLoadBalancerTest : public ::testing::Test {
     PickResult r = scope.Pick(args);
     last_address_ = r.kind == PickResult::Kind::kComplete ? r.endpoint->address : "";
     last_status_ = r.kind == PickResult::Kind::kFail ? *r.status : Status();
-    if (!hold_call) CallEnded(std::exchange(r.call_counter, nullptr));
+    if (!hold_call) {
+      CallEnded(std::exchange(r.call_counter, nullptr));
+      CallEnded(std::exchange(r.endpoint_calls, nullptr));  // least_request's (A48)
+    }
     return r;
   }
   // Picks until one completes; the address it went to.
